@@ -18,11 +18,7 @@ target_include_directories(test_conversions PRIVATE ${PROJECT_SOURCE_DIR}/src)
 
 fp8moe_add_test(NAME test_cpu_e2e SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_cpu_e2e.c
                 LIBS fp8moe_test_ref TIMEOUT 240)
-if(EXISTS ${CMAKE_CURRENT_LIST_DIR}/test_regressions.c)
 fp8moe_add_test(NAME test_regressions SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_regressions.c
                 LIBS fp8moe_test_ref TIMEOUT 120)
-endif()
-if(EXISTS ${CMAKE_CURRENT_LIST_DIR}/test_threads.c)
 fp8moe_add_test(NAME test_threads SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_threads.c
                 LIBS fp8moe_test_ref Threads::Threads TIMEOUT 120)
-endif()

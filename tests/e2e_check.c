@@ -71,7 +71,7 @@ static void check_output(const pg_problem* p, pg_result* r, const double* ref) {
       continue;
     }
     double o = pg_output_at(p, i);
-    if (isfinite(ref[i]) != isfinite(o) || (isnan(ref[i]) && !isnan(o))) {
+    if (!isfinite(ref[i]) != !isfinite(o) || (isnan(ref[i]) && !isnan(o))) {
       if (++r->nonfinite_bad <= 4)
         fprintf(stderr, "  output[%lld][%lld] = %g, reference %g [%s]\n", (long long)(i / p->cfg.H),
                 (long long)(i % p->cfg.H), o, ref[i], cfg);

@@ -76,6 +76,7 @@ fp8moe_tensor* test_tensor_init(test_tensor* tt, void* data, fp8moe_dtype dtype,
 
 int test_finish(const char* name, int checks_run) {
   int failed = test_failures;
-  printf("%s: %d checks, %d failed\n", name, checks_run, failed);
+  int passed = checks_run > failed ? checks_run - failed : 0;
+  printf("%s: %d passed, %d failed\n", name, passed, failed);
   return failed ? 1 : 0;
 }

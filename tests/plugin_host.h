@@ -49,7 +49,8 @@ extern int test_failures;
     }                                                                                                       \
   } while (0)
 
-/* Prints "N passed, M failed" style summary for the checks and returns the process exit code. */
+/* Prints "<name>: N passed, M failed" (checks_run counts every check, failed ones included) and returns the
+ * process exit code. */
 int test_finish(const char* name, int checks_run);
 
 #endif /* FP8MOE_TEST_PLUGIN_HOST_H */

@@ -91,14 +91,16 @@ static int64_t scale_count(const pg_config* c, int64_t rows, int64_t cols) {
   }
 }
 
-/* fp8 weights whose values cover most of the e4m3 range, with scales that keep each output O(1). */
+/* fp8 weights drawn as codes with exponents 2^0 … 2^7 (never zero, never NaN: e4m3 0x7F needs exponent 15)
+ * and any mantissa and sign, with scales that keep each output O(1) (rms of such codes ≈ 77). */
 static void gen_weight(pg_rng* r, const pg_config* c, uint8_t* w, void* sc, int64_t rows, int64_t cols) {
   int64_t n = e_local(c) * rows * cols;
-  for (int64_t i = 0; i < n; ++i) {
-    double v = pg_uniform(r, 0.02, 1.0) * 300.0;
-    w[i] = ref_encode_e4m3((pg_next(r) & 1) ? v : -v);
+  for (int64_t i = 0; i < n; i += 4) {
+    uint64_t bits = pg_next(r);
+    for (int64_t j = i; j < i + 4 && j < n; ++j, bits >>= 16)
+      w[j] = (uint8_t)((bits & 0x87u) | ((7u + ((bits >> 3) & 7u)) << 3));
   }
-  double base = 1.5 / (sqrt((double)cols) * 175.0);
+  double base = 1.5 / (sqrt((double)cols) * 77.0);
   int64_t ns = scale_count(c, rows, cols);
   for (int64_t i = 0; i < ns; ++i) pg_set(sc, c->scale_dtype, i, base * pg_uniform(r, 0.5, 1.5));
 }
@@ -317,13 +319,15 @@ void pg_describe(pg_problem* p) {
   a->hidden_states = test_tensor_init(&p->t_hidden, p->hidden, c->hidden_dtype, 2, (int64_t[]){T, H}, NULL);
   if (hidden_fp8) {
     if (c->quant_format == FP8MOE_QUANT_FP8_PER_TENSOR)
-      a->hidden_scale = test_tensor_init(&p->t_hidden_scale, p->hidden_scale, c->scale_dtype, 1, (int64_t[]){1}, NULL);
+      a->hidden_scale = test_tensor_init(&p->t_hidden_scale, p->hidden_scale, c->scale_dtype,
+                                         c->alt_scale_shapes ? 0 : 1, (int64_t[]){1}, NULL);
     else if (c->quant_format == FP8MOE_QUANT_FP8_BLOCK128)
       a->hidden_scale = test_tensor_init(&p->t_hidden_scale, p->hidden_scale, c->scale_dtype, 2,
                                          (int64_t[]){T, H / 128},
                                          c->hidden_scale_transposed ? (int64_t[]){1, T} : NULL);
     else
-      a->hidden_scale = test_tensor_init(&p->t_hidden_scale, p->hidden_scale, c->scale_dtype, 1, (int64_t[]){T}, NULL);
+      a->hidden_scale = test_tensor_init(&p->t_hidden_scale, p->hidden_scale, c->scale_dtype,
+                                         c->alt_scale_shapes ? 2 : 1, (int64_t[]){T, 1}, NULL);
   }
   if (c->uses_logits) {
     int64_t padded[2] = {E + 3, 1}, transposed[2] = {1, T};
@@ -355,8 +359,12 @@ void pg_describe(pg_problem* p) {
       a->w2_scale = test_tensor_init(&p->t_w2s, p->w2_scale, c->scale_dtype, 2, (int64_t[]){El, H}, NULL);
       break;
   }
-  if (c->a1_static) a->a1_scale = test_tensor_init(&p->t_a1, p->a1_scale, c->scale_dtype, 0, NULL, NULL);
-  if (c->a2_static) a->a2_scale = test_tensor_init(&p->t_a2, p->a2_scale, c->scale_dtype, 1, (int64_t[]){1}, NULL);
+  if (c->a1_static)
+    a->a1_scale = test_tensor_init(&p->t_a1, p->a1_scale, c->scale_dtype, c->alt_scale_shapes ? 1 : 0,
+                                   (int64_t[]){1}, NULL);
+  if (c->a2_static)
+    a->a2_scale = test_tensor_init(&p->t_a2, p->a2_scale, c->scale_dtype, c->alt_scale_shapes ? 0 : 1,
+                                   (int64_t[]){1}, NULL);
   a->output = test_tensor_init(&p->t_out, p->output, c->output_dtype, 2, (int64_t[]){T, H}, NULL);
   if (c->want_routing_out) {
     a->routing_ids_out = test_tensor_init(&p->t_ids_out, p->ids_out, TEST_I32, 2, (int64_t[]){T, K}, NULL);
@@ -428,15 +436,20 @@ void pg_describe_config(const pg_config* c, char* buf, size_t size) {
   static const char* const layouts[] = {"", "(padded)", "(transposed)"};
   snprintf(buf, size,
            "%s/%s/%s %s T=%lld H=%lld I=%lld E=%d K=%d groups=%d/%d El=%d@%d scale=%g logits=%s%s bias=%s "
-           "hidden=%s%s out=%s scales=%s a1=%s a2=%s%s%s seed=%llu",
+           "hidden=%s%s out=%s scales=%s%s a1=%s a2=%s%s%s seed=%llu",
            method_name(c->routing_method), format_name(c->quant_format),
            c->activation == FP8MOE_ACTIVATION_GEGLU ? "GEGLU" : "SWIGLU",
            c->gate_up_order == FP8MOE_GATE_UP_UP_FIRST ? "up_first" : "gate_first", (long long)c->T,
            (long long)c->H, (long long)c->I, c->E, c->K, c->n_group, c->topk_group, c->E_local, c->local_offset,
            (double)c->routed_scaling_factor, c->uses_logits ? pg_dtype_name(c->logits_dtype) : "-",
            c->uses_logits ? layouts[c->logits_layout % 3] : "", c->uses_bias ? pg_dtype_name(c->bias_dtype) : "-",
-           pg_dtype_name(c->hidden_dtype), c->hidden_scale_transposed ? "(scales transposed)" : "",
-           pg_dtype_name(c->output_dtype), pg_dtype_name(c->scale_dtype), c->a1_static ? "static" : "dyn",
+           pg_dtype_name(c->hidden_dtype),
+           c->hidden_scale_transposed && pg_ref_dt(c->hidden_dtype) == REF_E4M3 &&
+                   c->quant_format == FP8MOE_QUANT_FP8_BLOCK128
+               ? "(scales transposed)"
+               : "",
+           pg_dtype_name(c->output_dtype), pg_dtype_name(c->scale_dtype), c->alt_scale_shapes ? "(alt shapes)" : "",
+           c->a1_static ? "static" : "dyn",
            c->a2_static ? "static" : "dyn", c->uses_topk_input ? " ids=" : "",
            c->uses_topk_input ? pg_dtype_name(c->ids_dtype) : "", (unsigned long long)c->seed);
 }

@@ -39,6 +39,8 @@ typedef struct pg_config {
   int32_t logits_layout;         /* PG_LOGITS_* */
   int32_t hidden_scale_transposed; /* BLOCK128 with fp8 hidden: scales stored [H/128,T] */
   int32_t want_routing_out;      /* pass routing_ids_out / routing_weights_out */
+  int32_t alt_scale_shapes;      /* the other accepted scalar/row shapes: hidden_scale [] (PER_TENSOR) or
+                                    [T,1] (PER_CHANNEL) instead of [1] / [T]; a1_scale [1], a2_scale [] */
   uint64_t seed;
 } pg_config;
 

@@ -513,11 +513,18 @@ static double weight_scale(const ref_problem* p, const ref_array* sc, int32_t e,
   }
 }
 
-/* Dequantized [rows][cols] weight matrix of local expert e. */
+/* Dequantized [rows][cols] weight matrix of local expert e. lut holds the 256 e4m3 values (weights are
+ * e4m3 by contract); the scale is read once per row and 128-column block. */
 static void dequant_weight(const ref_problem* p, const ref_array* w, const ref_array* sc, int32_t e, int64_t rows,
-                           int64_t cols, double* out) {
+                           int64_t cols, const double* lut, double* out) {
+  const uint8_t* base = (const uint8_t*)w->data;
+  int64_t step = p->quant_format == Q_BLOCK128 ? 128 : cols;
   for (int64_t n = 0; n < rows; ++n)
-    for (int64_t k = 0; k < cols; ++k) out[n * cols + k] = ref_get(w, e, n, k) * weight_scale(p, sc, e, n, k);
+    for (int64_t k0 = 0; k0 < cols; k0 += step) {
+      double s = weight_scale(p, sc, e, n, k0);
+      const uint8_t* row = base + e * w->strides[0] + n * w->strides[1];
+      for (int64_t k = k0; k < k0 + step && k < cols; ++k) out[n * cols + k] = lut[row[k * w->strides[2]]] * s;
+    }
 }
 
 static double hidden_scale_at(const ref_problem* p, int64_t t, int64_t h) {
@@ -581,6 +588,8 @@ int ref_forward(const ref_problem* p, const int32_t* ids, const double* w, doubl
   double* h = malloc(sizeof(double) * (size_t)(2 * I));
   if (!xq || !xf || !rows || !af || !aq || !y || !wd || !h) goto done;
   if (stats) memset(stats, 0, sizeof(*stats));
+  double lut[256];
+  for (int c = 0; c < 256; ++c) lut[c] = ref_decode_e4m3((uint8_t)c);
 
   quantize_input(p, w, xq, xf, stats);
   n_rows = 0;
@@ -597,7 +606,7 @@ int ref_forward(const ref_problem* p, const int32_t* ids, const double* w, doubl
     int used = 0;
     for (int64_t r = 0; r < n_rows && !used; ++r) used = rows[r].e == e;
     if (!used) continue;
-    dequant_weight(p, &p->w13, &p->w13_scale, e, 2 * I, H, wd);
+    dequant_weight(p, &p->w13, &p->w13_scale, e, 2 * I, H, lut, wd);
     for (int64_t r = 0; r < n_rows; ++r) {
       if (rows[r].e != e) continue;
       double tw = (double)(float)w[rows[r].t * K + rows[r].k];
@@ -619,7 +628,7 @@ int ref_forward(const ref_problem* p, const int32_t* ids, const double* w, doubl
     int used = 0;
     for (int64_t r = 0; r < n_rows && !used; ++r) used = rows[r].e == e;
     if (!used) continue;
-    dequant_weight(p, &p->w2, &p->w2_scale, e, H, I, wd);
+    dequant_weight(p, &p->w2, &p->w2_scale, e, H, I, lut, wd);
     for (int64_t r = 0; r < n_rows; ++r)
       if (rows[r].e == e)
         for (int64_t n = 0; n < H; ++n) y[r * H + n] = dot(aq + r * I, wd + n * I, I);

@@ -1,9 +1,9 @@
 /* test_cpu_e2e.c — TESTING level 3: the CPU backend against the independent float64 reference (ref64) for
  * every routing method × quant format × activation row of the capability table the plugin reports, with
  * every accepted dtype of logits, bias, hidden states, scales, precomputed ids/weights and output rotated
- * through those rows, both gate/up orders, static and dynamic PER_TENSOR scales, strided logits and block
- * scales in transposed layout. The table is iterated, so a new row is tested without new test code (and
- * fails until ref64 models it). */
+ * through those rows, both gate/up orders, static and dynamic PER_TENSOR scales, strided logits, block
+ * scales in transposed layout, every accepted scale shape and expert-parallel slices. The table is
+ * iterated, so a new row is tested without new test code (and fails until ref64 models it). */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 
 #include <math.h>
@@ -14,8 +14,8 @@
 #include "e2e_check.h"
 
 /* Fewer combinations than this means the table iteration silently skipped most of the product. */
-#define MIN_COMBINATIONS 150
-#define VARIANTS 3
+#define MIN_COMBINATIONS 300
+#define VARIANTS 6
 
 typedef struct dtype_set {
   const fp8moe_dtype* d;
@@ -34,7 +34,8 @@ static uint32_t arg_flags(const fp8moe_capabilities* caps, int32_t arg) {
   return 0;
 }
 
-static fp8moe_dtype pick(dtype_set s, int64_t i) { return s.d[(uint64_t)i % s.n]; }
+/* The i-th accepted dtype, cyclically (fp32 when the table lists none: check_dtypes_known reports that). */
+static fp8moe_dtype pick(dtype_set s, int64_t i) { return s.n ? s.d[(uint64_t)i % s.n] : TEST_F32; }
 
 typedef struct format_stats {
   double max_rel;
@@ -47,6 +48,9 @@ typedef struct e2e_env {
   const fp8moe_capabilities* caps;
   pg_tally tally;
   int combos_run;
+  /* seen[kind][row][dtype]: combinations that ran with accepted dtype #dtype of argument kind (logits,
+   * hidden, output) and routing method row (row < 32) or quant format row (32 + row). */
+  unsigned char seen[3][40][8];
   format_stats by_format[8];
   format_stats by_output[3];
   double max_weight_rel;
@@ -59,7 +63,48 @@ static int output_slot(fp8moe_dtype d) {
 }
 
 /* Generates, runs and checks one configuration as a named sub-check. */
-static void run_case(e2e_env* env, const pg_config* c, int32_t format_row) {
+static const int32_t coverage_args[3] = {FP8MOE_ARG_ROUTER_LOGITS, FP8MOE_ARG_HIDDEN_STATES, FP8MOE_ARG_OUTPUT};
+
+static int dtype_index(dtype_set s, fp8moe_dtype d) {
+  for (uint32_t i = 0; i < s.n && i < 8; ++i)
+    if (s.d[i].code == d.code && s.d[i].bits == d.bits) return (int)i;
+  return -1;
+}
+
+static void mark_seen(e2e_env* env, const pg_config* c, int method_row, int format_row) {
+  const fp8moe_dtype used[3] = {c->logits_dtype, c->hidden_dtype, c->output_dtype};
+  for (int k = 0; k < 3; ++k) {
+    if (k == 0 && !c->uses_logits) continue;
+    int d = dtype_index(accepted(env->caps, coverage_args[k]), used[k]);
+    if (d < 0) continue;
+    if (method_row >= 0 && method_row < 32) env->seen[k][method_row][d] = 1;
+    if (format_row >= 0 && format_row < 8) env->seen[k][32 + format_row][d] = 1;
+  }
+}
+
+/* Each accepted logits/hidden/output dtype must have run with each method (logits: each method reading
+ * them) and each format. */
+static void check_coverage(const e2e_env* env) {
+  const fp8moe_capabilities* caps = env->caps;
+  for (int k = 0; k < 3; ++k) {
+    dtype_set s = accepted(caps, coverage_args[k]);
+    for (uint32_t d = 0; d < s.n && d < 8; ++d) {
+      for (uint32_t m = 0; m < caps->routing_method_count && m < 32; ++m) {
+        if (k == 0 && !(caps->routing_methods[m].flags & FP8MOE_ROUTING_USES_LOGITS)) continue;
+        if (!(caps->routing_methods[m].backends & FP8MOE_BACKEND_MASK_CPU)) continue;
+        CHECK(env->seen[k][m][d], "argument %d dtype %s never ran with method %s", coverage_args[k],
+              pg_dtype_name(s.d[d]), caps->routing_methods[m].name);
+      }
+      for (uint32_t f = 0; f < caps->quant_format_count && f < 8; ++f) {
+        if (!(caps->quant_formats[f].backends & FP8MOE_BACKEND_MASK_CPU)) continue;
+        CHECK(env->seen[k][32 + f][d], "argument %d dtype %s never ran with format %s", coverage_args[k],
+              pg_dtype_name(s.d[d]), caps->quant_formats[f].name);
+      }
+    }
+  }
+}
+
+static void run_case(e2e_env* env, const pg_config* c, int method_row, int32_t format_row) {
   char name[600];
   pg_describe_config(c, name, sizeof name);
   int before;
@@ -93,6 +138,7 @@ static void run_case(e2e_env* env, const pg_config* c, int32_t format_row) {
     printf("         rel err %.3e, max weight rel %.2e, near-ties %lld\n", r.rel_err, r.max_weight_rel,
            (long long)r.near_ties);
     ++env->combos_run;
+    mark_seen(env, c, method_row, format_row);
   }
   pg_free(&p);
   pg_subcheck_end(&env->tally, name, before);
@@ -104,20 +150,20 @@ static void make_config(const e2e_env* env, pg_config* c, int mi, int fi, int ai
   const fp8moe_capabilities* caps = env->caps;
   const fp8moe_routing_method_info* m = &caps->routing_methods[mi];
   const fp8moe_quant_format_info* f = &caps->quant_formats[fi];
-  static const int64_t token_counts[3] = {1, 7, 33};
+  static const int64_t token_counts[4] = {1, 7, 33, 70};
   int64_t km = f->k_multiple > 0 ? f->k_multiple : 1;
-  int64_t H = (256 + km - 1) / km * km;
+  int64_t H = ((v % 3 == 2 ? 384 : 256) + km - 1) / km * km;
   int64_t I = (((mi + fi) % 2 ? 384 : 256) + km - 1) / km * km;
   int32_t K = (m->flags & FP8MOE_ROUTING_TOP1_ONLY) ? 1 : 4;
-  pg_config_init(c, m->id, f->id, token_counts[(v + mi) % 3], H, I, 16, K);
+  pg_config_init(c, m->id, f->id, token_counts[(v + mi) % 4], H, I, 16, K);
   c->activation = caps->activations[ai].id;
   c->uses_logits = (m->flags & FP8MOE_ROUTING_USES_LOGITS) != 0;
   c->uses_bias = (m->flags & FP8MOE_ROUTING_USES_BIAS) != 0;
   c->uses_topk_input = (m->flags & FP8MOE_ROUTING_USES_TOPK_INPUT) != 0;
   c->weight_on_input = (m->flags & FP8MOE_ROUTING_WEIGHT_ON_INPUT) != 0;
   if (m->flags & FP8MOE_ROUTING_USES_GROUPS) {
-    c->n_group = v == 2 ? 1 : 4; /* DeepSeek-V3 style and MiniMax/GLM style (one group) */
-    c->topk_group = v == 2 ? 1 : 2;
+    c->n_group = v % 3 == 2 ? 1 : 4; /* DeepSeek-V3 style and MiniMax/GLM style (one group) */
+    c->topk_group = v % 3 == 2 ? 1 : 2;
   }
   c->logits_dtype = pick(accepted(caps, FP8MOE_ARG_ROUTER_LOGITS), v + mi + ai);
   c->bias_dtype = pick(accepted(caps, FP8MOE_ARG_ROUTING_BIAS), v + fi);
@@ -133,7 +179,12 @@ static void make_config(const e2e_env* env, pg_config* c, int mi, int fi, int ai
                                                                                                   : PG_LOGITS_COMPACT;
   c->hidden_scale_transposed =
       (arg_flags(caps, FP8MOE_ARG_HIDDEN_SCALE) & FP8MOE_ARGUMENT_ANY_STRIDES) && (v + mi) % 2 == 1;
-  c->routed_scaling_factor = v == 1 ? 2.5f : 0.0f;
+  c->routed_scaling_factor = v % 3 == 1 ? 2.5f : 0.0f;
+  c->alt_scale_shapes = (v + ai) % 2;
+  if (v == VARIANTS - 1) { /* expert parallel: this call owns the upper half of the experts */
+    c->E_local = 8;
+    c->local_offset = 8;
+  }
   c->seed = (uint64_t)(((mi * 16 + fi) * 8 + ai) * 8 + v) + 1;
 }
 
@@ -179,7 +230,11 @@ int main(void) {
   env.tp = &tp;
   env.ctx = ctx;
   env.caps = &caps;
+  int before;
+  const char* known = "every dtype in the capability table is one ref64 reads";
+  pg_subcheck_begin(known, &before);
   check_dtypes_known(&caps);
+  pg_subcheck_end(&env.tally, known, before);
 
   int skipped = 0;
   for (uint32_t mi = 0; mi < caps.routing_method_count; ++mi)
@@ -196,7 +251,7 @@ int main(void) {
         for (int v = 0; v < VARIANTS; ++v) {
           pg_config c;
           make_config(&env, &c, (int)mi, (int)fi, (int)ai, v);
-          run_case(&env, &c, (int)fi);
+          run_case(&env, &c, (int)mi, (int)fi);
         }
       }
 
@@ -209,12 +264,15 @@ int main(void) {
     c.weight_on_input = 1;
     c.hidden_dtype = fi == 1 ? TEST_E4M3 : TEST_BF16;
     c.seed = 900 + fi;
-    run_case(&env, &c, (int)fi);
+    run_case(&env, &c, -1, (int)fi);
   }
 
-  int min_runs = MIN_COMBINATIONS;
-  CHECK(env.combos_run >= min_runs, "only %d combinations ran (%d table rows skipped); at least %d expected",
-        env.combos_run, skipped, min_runs);
+  const char* cov = "coverage: enough combinations ran; every logits/hidden/output dtype met every method and format";
+  pg_subcheck_begin(cov, &before);
+  check_coverage(&env);
+  CHECK(env.combos_run >= MIN_COMBINATIONS, "only %d combinations ran (%d table rows skipped); at least %d expected",
+        env.combos_run, skipped, MIN_COMBINATIONS);
+  pg_subcheck_end(&env.tally, cov, before);
   clock_gettime(CLOCK_MONOTONIC, &t1);
   printf("\ncombinations run: %d, table rows skipped (no CPU): %d, near-ties followed: %lld\n", env.combos_run,
          skipped, (long long)env.near_ties);

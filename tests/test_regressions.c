@@ -470,7 +470,7 @@ static void r9_block_scales(env* e) {
   if (gen(&p, &c)) {
     const int64_t T = c.T, B = c.H / 128;
     void* first = malloc(p.output_bytes);
-    float* tr = aligned_alloc(256, (size_t)(T * B) * sizeof(float) + 256);
+    float* tr = aligned_alloc(256, ((size_t)(T * B) * sizeof(float) + 255) / 256 * 256);
     if (first && tr && run_and_match(e, &p, name)) {
       memcpy(first, p.output, p.output_bytes);
       for (int64_t t = 0; t < T; ++t)
@@ -622,7 +622,8 @@ static void r13_logits(env* e, const fp8moe_routing_method_info* m) {
     for (int64_t t = 0; t < RT; ++t) { /* the expert that would win, made non-finite */
       top[t] = 0;
       for (int32_t x = 1; x < RE; ++x)
-        if (pg_get(p.logits, c.logits_dtype, t * RE + x) > pg_get(p.logits, c.logits_dtype, t * RE + top[t])) top[t] = x;
+        if (pg_get(p.logits, c.logits_dtype, t * RE + x) > pg_get(p.logits, c.logits_dtype, t * RE + top[t]))
+          top[t] = x;
     }
     set_logit(&p, 0, top[0], NAN);
     set_logit(&p, 1, top[1], -INFINITY);
@@ -639,8 +640,8 @@ static void r13_logits(env* e, const fp8moe_routing_method_info* m) {
       if (plus_inf) CHECK(p.ids_out[2 * c.K] == (top[2] + 5) % RE, "%s: +Inf logit did not win slot 0", name);
       if (c.K > 2) {
         CHECK(p.ids_out[3 * c.K + 2] == 2 && p.weights_out[3 * c.K + 2] == 0.0f,
-              "%s: 3rd slot with 2 selectable experts: expert %d weight %g (expected 2, 0)", name, p.ids_out[3 * c.K + 2],
-              (double)p.weights_out[3 * c.K + 2]);
+              "%s: 3rd slot with 2 selectable experts: expert %d weight %g (expected 2, 0)", name,
+              p.ids_out[3 * c.K + 2], (double)p.weights_out[3 * c.K + 2]);
       }
       for (int64_t i = 0; i < RT * RH; ++i)
         if (!isfinite(pg_output_at(&p, i))) {
@@ -653,10 +654,10 @@ static void r13_logits(env* e, const fp8moe_routing_method_info* m) {
   SUB_END(name);
 }
 
-static void r13_hidden(env* e, int32_t format, int fp8_hidden) {
+static void r13_hidden(env* e, int32_t format, const char* format_name, int fp8_hidden) {
   int sub_before_;
   char name[160];
-  snprintf(name, sizeof name, "R13 NaN/+-Inf hidden states affect only their token: format %d%s", format,
+  snprintf(name, sizeof name, "R13 NaN/+-Inf hidden states affect only their token: %s%s", format_name,
            fp8_hidden ? " (e4m3 hidden, NaN code)" : "");
   SUB_BEGIN(name);
   pg_config c;
@@ -710,8 +711,9 @@ static void r13_hidden(env* e, int32_t format, int fp8_hidden) {
 static void r13_nonfinite(env* e) {
   for (uint32_t mi = 0; mi < e->caps.routing_method_count; ++mi)
     if (method_row(e, mi)->flags & FP8MOE_ROUTING_USES_LOGITS) r13_logits(e, method_row(e, mi));
-  for (uint32_t fi = 0; fi < e->caps.quant_format_count; ++fi) r13_hidden(e, e->caps.quant_formats[fi].id, 0);
-  r13_hidden(e, FP8MOE_QUANT_FP8_BLOCK128, 1);
+  for (uint32_t fi = 0; fi < e->caps.quant_format_count; ++fi)
+    r13_hidden(e, e->caps.quant_formats[fi].id, e->caps.quant_formats[fi].name, 0);
+  r13_hidden(e, FP8MOE_QUANT_FP8_BLOCK128, "FP8_BLOCK128", 1);
 }
 
 /* ---- R14: E split into shards (sliced weights, local_expert_offset/local_num_experts): the partial
@@ -725,7 +727,11 @@ static void copy_expert_slice(void* dst, const void* src, int64_t offset, int64_
 static void r14_one(env* e, int32_t method, int32_t format, int shards) {
   int sub_before_;
   char name[160];
-  snprintf(name, sizeof name, "R14 %d shards sum to the full output: method %d format %d", shards, method, format);
+  snprintf(name, sizeof name, "R14 %d shards sum to the full output: %s", shards,
+           method == FP8MOE_ROUTING_RENORMALIZE   ? "RENORMALIZE FP8_PER_TENSOR (static scales)"
+           : method == FP8MOE_ROUTING_DEEPSEEK_V3 ? "DEEPSEEK_V3 FP8_BLOCK128"
+           : method == FP8MOE_ROUTING_LLAMA4      ? "LLAMA4 FP8_PER_TENSOR (static scales)"
+                                                  : "SIGMOID_RENORM FP8_PER_CHANNEL");
   SUB_BEGIN(name);
   pg_config c;
   pg_config_init(&c, method, format, 11, RH, RI, RE, method == FP8MOE_ROUTING_LLAMA4 ? 1 : 4);
@@ -744,8 +750,15 @@ static void r14_one(env* e, int32_t method, int32_t format, int shards) {
   double* sum = calloc((size_t)(T * H), sizeof(double));
   if (sum && run_and_match(e, &full, name)) {
     int ss = ref_dt_size(pg_ref_dt(c.scale_dtype));
-    int64_t s13 = format == FP8MOE_QUANT_FP8_PER_TENSOR ? 1 : format == FP8MOE_QUANT_FP8_BLOCK128 ? (2 * I / 128) * (H / 128) : 2 * I;
-    int64_t s2 = format == FP8MOE_QUANT_FP8_PER_TENSOR ? 1 : format == FP8MOE_QUANT_FP8_BLOCK128 ? (H / 128) * (I / 128) : H;
+    /* scale elements per expert of w13 / w2 */
+    int64_t s13 = 1, s2 = 1;
+    if (format == FP8MOE_QUANT_FP8_BLOCK128) {
+      s13 = (2 * I / 128) * (H / 128);
+      s2 = (H / 128) * (I / 128);
+    } else if (format == FP8MOE_QUANT_FP8_PER_CHANNEL) {
+      s13 = 2 * I;
+      s2 = H;
+    }
     for (int s = 0; s < shards; ++s) {
       pg_config cs = c;
       cs.E_local = (int32_t)El;
@@ -754,7 +767,8 @@ static void r14_one(env* e, int32_t method, int32_t format, int shards) {
       pg_problem p;
       if (!gen(&p, &cs)) break;
       memcpy(p.hidden, full.hidden, (size_t)(T * H) * (size_t)ref_dt_size(pg_ref_dt(c.hidden_dtype)));
-      if (c.uses_logits) memcpy(p.logits, full.logits, (size_t)(T * RE) * (size_t)ref_dt_size(pg_ref_dt(c.logits_dtype)));
+      if (c.uses_logits)
+        memcpy(p.logits, full.logits, (size_t)(T * RE) * (size_t)ref_dt_size(pg_ref_dt(c.logits_dtype)));
       if (c.uses_bias) memcpy(p.bias, full.bias, (size_t)RE * (size_t)ref_dt_size(pg_ref_dt(c.bias_dtype)));
       copy_expert_slice(p.w13, full.w13, s * El, El, 2 * I * H, 1);
       copy_expert_slice(p.w2, full.w2, s * El, El, H * I, 1);

@@ -2,14 +2,16 @@
  * the e4m3 decode table), what it reports about itself, and the workspace it asks for. */
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <unistd.h>
 
 #include "cpu_run_internal.h"
 #include "numeric_internal.h"
 
-/* 1 when the caller's struct (of struct_size bytes) covers field. */
-#define FITS(s, field) ((s)->struct_size >= offsetof(__typeof__(*(s)), field) + sizeof((s)->field))
+/* 1 when the struct s of type `type` (struct_size bytes as its caller compiled it) covers field. The API
+ * layer hands over full-size structs today; the check keeps a shorter one safe anyway. */
+#define FITS(type, s, field) ((s)->struct_size >= offsetof(type, field) + sizeof((s)->field))
+#define INFO_FITS(field) FITS(fp8moe_backend_info, info, field)
+#define CTX_FITS(field) FITS(fp8moe_context_info, info, field)
 
 static int32_t online_cores(void) {
   long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -22,12 +24,12 @@ static void describe(int32_t threads, char* buf, size_t size) {
 }
 
 static void cpu_probe(fp8moe_backend_info* info) {
-  if (FITS(info, available)) info->available = 1;
-  if (FITS(info, device_count)) info->device_count = 1;
-  if (FITS(info, compiled_in)) info->compiled_in = 1;
-  if (FITS(info, name)) snprintf(info->name, sizeof info->name, "cpu");
-  if (FITS(info, device_name)) describe(online_cores(), info->device_name, sizeof info->device_name);
-  if (FITS(info, reason)) info->reason[0] = '\0';
+  if (INFO_FITS(available)) info->available = 1;
+  if (INFO_FITS(device_count)) info->device_count = 1;
+  if (INFO_FITS(compiled_in)) info->compiled_in = 1;
+  if (INFO_FITS(name)) snprintf(info->name, sizeof info->name, "cpu");
+  if (INFO_FITS(device_name)) describe(online_cores(), info->device_name, sizeof info->device_name);
+  if (INFO_FITS(reason)) info->reason[0] = '\0';
 }
 
 static int32_t cpu_create(struct fp8moe_context* ctx, const fp8moe_context_args* args, fp8moe_err* err) {
@@ -38,7 +40,8 @@ static int32_t cpu_create(struct fp8moe_context* ctx, const fp8moe_context_args*
   if (threads == 0) threads = online_cores();
 
   fp8moe_cpu_impl* impl = (fp8moe_cpu_impl*)calloc(1, sizeof *impl);
-  RETURN_IF(!impl, err, FP8MOE_STATUS_OUT_OF_MEMORY, "context: out of memory; got %zu bytes refused; expected an allocation to succeed", sizeof *impl);
+  RETURN_IF(!impl, err, FP8MOE_STATUS_OUT_OF_MEMORY,
+            "context: out of memory; got %zu bytes refused; expected an allocation to succeed", sizeof *impl);
   impl->num_threads = threads;
   for (int c = 0; c < 256; ++c) impl->e4m3_lut[c] = fp8moe_e4m3_to_f32((uint8_t)c);
   describe(threads, impl->device_name, sizeof impl->device_name);
@@ -46,8 +49,9 @@ static int32_t cpu_create(struct fp8moe_context* ctx, const fp8moe_context_args*
   if (rc != 0) {
     free(impl);
     return fp8moe_fail(err, FP8MOE_STATUS_OUT_OF_MEMORY,
-                       "num_threads: cannot start the worker threads; got %d (%s); expected the threads to start", (int)threads,
-                       rc > 0 ? strerror(rc) : "out of memory");
+                       "num_threads: cannot start the worker threads; got %d (pthread error %d); expected the threads "
+                       "to start",
+                       (int)threads, rc);
   }
   ctx->impl = impl;
   return FP8MOE_STATUS_OK;
@@ -63,13 +67,13 @@ static void cpu_destroy(struct fp8moe_context* ctx) {
 
 static void cpu_fill_info(const struct fp8moe_context* ctx, fp8moe_context_info* info) {
   const fp8moe_cpu_impl* impl = (const fp8moe_cpu_impl*)ctx->impl;
-  if (FITS(info, backend)) info->backend = FP8MOE_BACKEND_CPU;
-  if (FITS(info, device_ordinal)) info->device_ordinal = -1;
-  if (FITS(info, num_threads)) info->num_threads = impl->num_threads;
-  if (FITS(info, graph_capturable)) info->graph_capturable = 0;
-  if (FITS(info, sm_count)) info->sm_count = 0;
-  if (FITS(info, compute_capability)) info->compute_capability = 0;
-  if (FITS(info, device_name)) snprintf(info->device_name, sizeof info->device_name, "%s", impl->device_name);
+  if (CTX_FITS(backend)) info->backend = FP8MOE_BACKEND_CPU;
+  if (CTX_FITS(device_ordinal)) info->device_ordinal = -1;
+  if (CTX_FITS(num_threads)) info->num_threads = impl->num_threads;
+  if (CTX_FITS(graph_capturable)) info->graph_capturable = 0;
+  if (CTX_FITS(sm_count)) info->sm_count = 0;
+  if (CTX_FITS(compute_capability)) info->compute_capability = 0;
+  if (CTX_FITS(device_name)) snprintf(info->device_name, sizeof info->device_name, "%s", impl->device_name);
 }
 
 static int32_t cpu_accepts_device(const struct fp8moe_context* ctx, int32_t device_type, int32_t device_id) {

@@ -27,7 +27,7 @@ typedef struct fp8moe_cpu_impl {
 /* Byte offsets into the workspace; every slice starts 64-byte aligned relative to the workspace start. */
 typedef struct fp8moe_cpu_layout {
   size_t ids;          /* int32 [T,K]: selected global expert ids */
-  size_t weights;      /* fp32 [T,K]: final routing weights (1 where applied on the input is decided later) */
+  size_t weights;      /* fp32 [T,K]: final routing weights (× routed_scaling_factor) */
   size_t xq;           /* e4m3 [T,H]: quantized input */
   size_t xscale;       /* fp32 [T,xscale_per_token] (or [1] per-tensor): its scales */
   size_t partial;      /* fp32 [num_threads]: per-thread amax of a reduction phase */
@@ -40,7 +40,7 @@ typedef struct fp8moe_cpu_layout {
   /* offsets inside one thread's scratch slice */
   size_t s_logit, s_key, s_aux, s_group, s_valid; /* routing: E fp32 ×4, E int32 (K ≤ E) */
   size_t s_picked, s_gpicked;                       /* routing: E bytes ×2 */
-  size_t s_xf;     /* fp32 [H]: the token's dequantization-free fp8 values */
+  size_t s_xf;     /* fp32 [H]: the token's input row (fp32 before quantization, decoded fp8 after) */
   size_t s_h;      /* fp32 [2I]: GEMM1 output */
   size_t s_act;    /* fp32 [I]: activation (single-phase formats) */
   size_t s_aq;     /* e4m3 [I] */

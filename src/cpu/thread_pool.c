@@ -107,10 +107,6 @@ void fp8moe_pool_destroy(fp8moe_pool* pool) {
   if (pool) pool_teardown(pool, pool->num_threads - 1);
 }
 
-int32_t fp8moe_pool_threads(const fp8moe_pool* pool) {
-  return pool->num_threads;
-}
-
 void fp8moe_pool_run(fp8moe_pool* pool, fp8moe_pool_fn fn, void* arg) {
   if (pool->num_threads > 1) {
     pthread_mutex_lock(&pool->lock);

@@ -17,7 +17,6 @@ typedef struct fp8moe_pool fp8moe_pool;
 int fp8moe_pool_create(int32_t num_threads, fp8moe_pool** pool);
 /* Stops and joins every worker. No phase may be in flight. NULL is a no-op. */
 void fp8moe_pool_destroy(fp8moe_pool* pool);
-int32_t fp8moe_pool_threads(const fp8moe_pool* pool);
 
 /* Runs fn on every thread and returns when all have finished. Callers hold the pool's run lock. */
 void fp8moe_pool_run(fp8moe_pool* pool, fp8moe_pool_fn fn, void* arg);
