@@ -85,9 +85,14 @@ set_target_properties(test_header_c99 PROPERTIES C_STANDARD 99 C_EXTENSIONS OFF)
 target_compile_options(test_header_c99 PRIVATE -pedantic)
 
 # ---- contract and validation through the public API ----
-fp8moe_add_test(NAME test_contract_sweep SOURCES test_contract_sweep.c LABELS abi TIMEOUT 300)
-fp8moe_add_test(NAME test_bad_inputs SOURCES test_bad_inputs.c LABELS abi TIMEOUT 300)
-fp8moe_add_test(NAME test_struct_size SOURCES test_struct_size.c LABELS abi TIMEOUT 300)
+# The valid problem these tests break one field at a time, and the CPU context and buffers they run on.
+add_library(fp8moe_test_baseline STATIC baseline_problem.c)
+target_compile_options(fp8moe_test_baseline PRIVATE ${FP8MOE_C_WARNINGS})
+target_link_libraries(fp8moe_test_baseline PUBLIC fp8moe_test_host)
+fp8moe_add_test(NAME test_contract_sweep SOURCES test_contract_sweep.c LIBS fp8moe_test_baseline LABELS abi
+                TIMEOUT 300)
+fp8moe_add_test(NAME test_bad_inputs SOURCES test_bad_inputs.c LIBS fp8moe_test_baseline LABELS abi TIMEOUT 300)
+fp8moe_add_test(NAME test_struct_size SOURCES test_struct_size.c LIBS fp8moe_test_baseline LABELS abi TIMEOUT 300)
 
 # ---- fp8moe-info: text, JSON (validated by python3 -m json.tool), default loading, a bad path ----
 if(TARGET fp8moe-info)

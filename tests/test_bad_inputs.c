@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "baseline_problem.h"
 #include "fp8moe.h"
 #include "plugin_host.h"
 
@@ -30,20 +31,8 @@ static size_t workspace_alloc; /* enough for every configuration used here */
 
 /* ---- a valid problem over real buffers; each case breaks one thing ---- */
 
-typedef struct config {
-  int32_t method, format;
-  int64_t T, H, I;
-  int32_t E, K, E_local, n_group, topk_group;
-  fp8moe_dtype hidden_dt;
-  int32_t with_bias, with_static_scales;
-} config;
-
-typedef struct problem {
-  config c;
-  fp8moe_moe_args args;
-  char message[512];
-  test_tensor t[FP8MOE_ARG_COUNT_V1_0];
-} problem;
+typedef baseline_config config;
+typedef baseline_problem problem;
 
 static uint32_t rng_state = 12345u;
 static uint32_t rng(void) {
@@ -88,100 +77,24 @@ static void fill(int32_t arg, fp8moe_dtype dt, int64_t n, int32_t E) {
   }
 }
 
-static void set(problem* p, int32_t arg, fp8moe_dtype dt, int32_t ndim, const int64_t* shape) {
-  int64_t n = 1;
-  for (int32_t d = 0; d < ndim; ++d) n *= shape[d];
-  test_tensor_init(&p->t[arg], slots[arg], dt, ndim, shape, NULL);
-  if (arg < FP8MOE_ARG_OUTPUT) fill(arg, dt, n, p->c.E); /* outputs are poisoned before each call */
+/* Every argument lives in its own slot; inputs get fresh values, outputs are poisoned before each call. */
+static void* slot_data(const problem* p, int32_t arg, fp8moe_dtype dt, int64_t n) {
+  if (arg < FP8MOE_ARG_OUTPUT) fill(arg, dt, n, p->c.E);
+  return slots[arg];
 }
 
-static config base_config(void) {
-  config c;
-  memset(&c, 0, sizeof c);
-  c.method = FP8MOE_ROUTING_RENORMALIZE;
-  c.format = FP8MOE_QUANT_FP8_BLOCK128;
-  c.T = 4;
-  c.H = 256;
-  c.I = 128;
-  c.E = 8;
-  c.K = 2;
-  c.n_group = 1;
-  c.topk_group = 1;
-  c.hidden_dt = TEST_BF16;
-  return c;
+static void set(problem* p, int32_t arg, fp8moe_dtype dt, int32_t ndim, const int64_t* shape) {
+  baseline_set(p, arg, dt, ndim, shape, slot_data);
 }
 
 static void build(problem* p, const config* c) {
-  memset(p, 0, sizeof *p);
-  p->c = *c;
-  fp8moe_moe_args* a = &p->args;
-  a->struct_size = sizeof *a;
-  a->error_message = p->message;
-  a->error_message_size = sizeof p->message;
-  a->routing_method = c->method;
-  a->quant_format = c->format;
-  a->num_experts = c->E;
-  a->top_k = c->K;
-  a->local_num_experts = c->E_local;
-  a->n_group = c->n_group;
-  a->topk_group = c->topk_group;
-  const int64_t T = c->T, H = c->H, I = c->I, E = c->E, K = c->K, El = c->E_local ? c->E_local : c->E;
-
-  set(p, FP8MOE_ARG_HIDDEN_STATES, c->hidden_dt, 2, (int64_t[]){T, H});
-  a->hidden_states = &p->t[FP8MOE_ARG_HIDDEN_STATES].t;
-  if (c->method != FP8MOE_ROUTING_PRECOMPUTED) {
-    set(p, FP8MOE_ARG_ROUTER_LOGITS, TEST_F32, 2, (int64_t[]){T, E});
-    a->router_logits = &p->t[FP8MOE_ARG_ROUTER_LOGITS].t;
-  } else {
-    set(p, FP8MOE_ARG_TOPK_IDS, TEST_I32, 2, (int64_t[]){T, K});
-    set(p, FP8MOE_ARG_TOPK_WEIGHTS, TEST_F32, 2, (int64_t[]){T, K});
-    a->topk_ids = &p->t[FP8MOE_ARG_TOPK_IDS].t;
-    a->topk_weights = &p->t[FP8MOE_ARG_TOPK_WEIGHTS].t;
-  }
-  if (c->with_bias) {
-    set(p, FP8MOE_ARG_ROUTING_BIAS, TEST_F32, 1, (int64_t[]){E});
-    a->routing_bias = &p->t[FP8MOE_ARG_ROUTING_BIAS].t;
-  }
-  set(p, FP8MOE_ARG_W13, TEST_E4M3, 3, (int64_t[]){El, 2 * I, H});
-  set(p, FP8MOE_ARG_W2, TEST_E4M3, 3, (int64_t[]){El, H, I});
-  if (c->format == FP8MOE_QUANT_FP8_BLOCK128) {
-    set(p, FP8MOE_ARG_W13_SCALE, TEST_F32, 3, (int64_t[]){El, 2 * I / 128, H / 128});
-    set(p, FP8MOE_ARG_W2_SCALE, TEST_F32, 3, (int64_t[]){El, H / 128, I / 128});
-    set(p, FP8MOE_ARG_HIDDEN_SCALE, TEST_F32, 2, (int64_t[]){T, H / 128});
-  } else if (c->format == FP8MOE_QUANT_FP8_PER_CHANNEL) {
-    set(p, FP8MOE_ARG_W13_SCALE, TEST_F32, 2, (int64_t[]){El, 2 * I});
-    set(p, FP8MOE_ARG_W2_SCALE, TEST_F32, 2, (int64_t[]){El, H});
-    set(p, FP8MOE_ARG_HIDDEN_SCALE, TEST_F32, 1, (int64_t[]){T});
-  } else {
-    set(p, FP8MOE_ARG_W13_SCALE, TEST_F32, 1, (int64_t[]){El});
-    set(p, FP8MOE_ARG_W2_SCALE, TEST_F32, 1, (int64_t[]){El});
-    set(p, FP8MOE_ARG_HIDDEN_SCALE, TEST_F32, 0, NULL);
-  }
-  a->w13 = &p->t[FP8MOE_ARG_W13].t;
-  a->w2 = &p->t[FP8MOE_ARG_W2].t;
-  a->w13_scale = &p->t[FP8MOE_ARG_W13_SCALE].t;
-  a->w2_scale = &p->t[FP8MOE_ARG_W2_SCALE].t;
-  if (c->hidden_dt.code == FP8MOE_DTYPE_FLOAT8_E4M3FN) a->hidden_scale = &p->t[FP8MOE_ARG_HIDDEN_SCALE].t;
-  if (c->with_static_scales) {
-    set(p, FP8MOE_ARG_A1_SCALE, TEST_F32, 1, (int64_t[]){1});
-    set(p, FP8MOE_ARG_A2_SCALE, TEST_F32, 0, NULL);
-    a->a1_scale = &p->t[FP8MOE_ARG_A1_SCALE].t;
-    a->a2_scale = &p->t[FP8MOE_ARG_A2_SCALE].t;
-  }
-  set(p, FP8MOE_ARG_OUTPUT, TEST_BF16, 2, (int64_t[]){T, H});
-  set(p, FP8MOE_ARG_ROUTING_IDS_OUT, TEST_I32, 2, (int64_t[]){T, K});
-  set(p, FP8MOE_ARG_ROUTING_WEIGHTS_OUT, TEST_F32, 2, (int64_t[]){T, K});
-  set(p, FP8MOE_ARG_DEVICE_STATUS, TEST_I32, 1, (int64_t[]){1});
-  a->output = &p->t[FP8MOE_ARG_OUTPUT].t;
-  a->routing_ids_out = &p->t[FP8MOE_ARG_ROUTING_IDS_OUT].t;
-  a->routing_weights_out = &p->t[FP8MOE_ARG_ROUTING_WEIGHTS_OUT].t;
-  a->device_status = &p->t[FP8MOE_ARG_DEVICE_STATUS].t;
-  a->workspace = workspace;
-  a->workspace_size = workspace_alloc;
+  baseline_build(p, c, slot_data);
+  p->args.workspace = workspace;
+  p->args.workspace_size = workspace_alloc;
 }
 
 static config deepseek_config(void) {
-  config c = base_config();
+  config c = baseline_config_default();
   c.method = FP8MOE_ROUTING_DEEPSEEK_V3;
   c.n_group = 4;
   c.topk_group = 2;
@@ -282,7 +195,7 @@ static void restride(test_tensor* tt, int32_t ndim, const int64_t* strides) {
 
 static void check_run_refusals(void) {
   problem p;
-  const config B = base_config();
+  const config B = baseline_config_default();
   const int64_t T = B.T, H = B.H, I = B.I, E = B.E, K = B.K;
   const int32_t INV = FP8MOE_STATUS_INVALID_ARGUMENT, DT = FP8MOE_STATUS_UNSUPPORTED_DTYPE;
 
@@ -523,7 +436,7 @@ static void check_run_refusals(void) {
 
 static void check_accepted_variants(void) {
   problem p;
-  const config B = base_config();
+  const config B = baseline_config_default();
   const int64_t T = B.T, H = B.H;
   /* pinned host memory is host memory: the CPU backend reads it */
   build(&p, &B);
@@ -552,7 +465,7 @@ static void check_accepted_variants(void) {
 /* T = 0 is a valid call that writes nothing, with or without a workspace. */
 static void check_zero_tokens(void) {
   problem p;
-  config c = base_config();
+  config c = baseline_config_default();
   c.T = 0;
   build(&p, &c);
   p.args.workspace = NULL;
@@ -652,22 +565,17 @@ int main(void) {
   if (test_plugin_open(NULL, &plugin) != 0) return 1;
   api = plugin.api;
   for (int i = 0; i < FP8MOE_ARG_COUNT_V1_0; ++i) {
-    slots[i] = aligned_alloc(256, SLOT_BYTES);
+    slots[i] = baseline_alloc256(SLOT_BYTES);
     if (!slots[i]) return 1;
     memset(slots[i], 0, SLOT_BYTES);
   }
-  fp8moe_context_args ca;
-  memset(&ca, 0, sizeof ca);
-  ca.struct_size = sizeof ca;
-  ca.backend = FP8MOE_BACKEND_CPU;
-  ca.num_threads = 2;
-  int32_t st = api->context_create(&ca, &ctx);
+  int32_t st = baseline_cpu_context(api, 2, &ctx);
   EXPECT(st == FP8MOE_STATUS_OK && ctx, "CPU context_create: %d", st);
   if (ctx) {
     /* the baseline's exact need, and room for every configuration the cases use */
     static problem p;
     config cfgs[6];
-    cfgs[0] = base_config();
+    cfgs[0] = baseline_config_default();
     for (int i = 1; i < 6; ++i) cfgs[i] = cfgs[0];
     cfgs[1].method = FP8MOE_ROUTING_PRECOMPUTED;
     cfgs[2].hidden_dt = TEST_E4M3;
@@ -682,8 +590,7 @@ int main(void) {
       if (i == 0) workspace_bytes = need;
       if (need > workspace_alloc) workspace_alloc = need;
     }
-    workspace_alloc = (workspace_alloc + 255) / 256 * 256 + 256;
-    workspace = aligned_alloc(256, workspace_alloc);
+    workspace = baseline_workspace(workspace_alloc, &workspace_alloc);
     if (!workspace) return 1;
     check_run_refusals();
     check_accepted_variants();
@@ -694,6 +601,5 @@ int main(void) {
   for (int i = 0; i < FP8MOE_ARG_COUNT_V1_0; ++i) free(slots[i]);
   free(workspace);
   test_plugin_close(&plugin);
-  printf("test_bad_inputs: %d passed, %d failed\n", checks_run - test_failures, test_failures);
-  return test_failures ? 1 : 0;
+  return test_finish("test_bad_inputs", checks_run);
 }

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "baseline_problem.h"
 #include "fp8moe.h"
 #include "plugin_host.h"
 
@@ -25,41 +26,15 @@ static fp8moe_capabilities caps;
 
 /* ---- a problem description with dummy data pointers ---- */
 
-typedef struct config {
-  int32_t method, format, activation;
-  int64_t T, H, I;
-  int32_t E, K, E_local, n_group, topk_group;
-  fp8moe_dtype hidden_dt;
-  int32_t hidden_scale_ndim; /* -1: the format's first form */
-  int32_t with_bias, with_static_scales, with_outputs;
-} config;
-
-typedef struct problem {
-  fp8moe_moe_args args;
-  char message[512];
-  test_tensor t[FP8MOE_ARG_COUNT_V1_0];
-} problem;
+typedef baseline_config config;
+typedef baseline_problem problem;
 
 /* Distinct, 64 KiB-aligned, never dereferenced (query_support reads no data). */
-static void* dummy(int32_t arg) { return (void*)(uintptr_t)(0x10000000u + 0x100000u * (uint32_t)arg); }
-
-static config base_config(void) {
-  config c;
-  memset(&c, 0, sizeof c);
-  c.method = FP8MOE_ROUTING_RENORMALIZE;
-  c.format = FP8MOE_QUANT_FP8_BLOCK128;
-  c.activation = FP8MOE_ACTIVATION_SWIGLU;
-  c.T = 4;
-  c.H = 256;
-  c.I = 128;
-  c.E = 8;
-  c.K = 2;
-  c.n_group = 1;
-  c.topk_group = 1;
-  c.hidden_dt = TEST_BF16;
-  c.hidden_scale_ndim = -1;
-  c.with_outputs = 1;
-  return c;
+static void* dummy(const problem* p, int32_t arg, fp8moe_dtype dt, int64_t n) {
+  (void)p;
+  (void)dt;
+  (void)n;
+  return (void*)(uintptr_t)(0x10000000u + 0x100000u * (uint32_t)arg);
 }
 
 /* Makes c a valid call for its method (group and K rules, PRECOMPUTED inputs). */
@@ -75,81 +50,7 @@ static void method_config(config* c, const fp8moe_routing_method_info* m) {
   if (m->flags & FP8MOE_ROUTING_USES_BIAS) c->with_bias = 1;
 }
 
-static void set(problem* p, int32_t arg, fp8moe_dtype dt, int32_t ndim, const int64_t* shape) {
-  test_tensor_init(&p->t[arg], dummy(arg), dt, ndim, shape, NULL);
-}
-
-static void build(problem* p, const config* c) {
-  memset(p, 0, sizeof *p);
-  fp8moe_moe_args* a = &p->args;
-  a->struct_size = sizeof *a;
-  a->error_message = p->message;
-  a->error_message_size = sizeof p->message;
-  a->routing_method = c->method;
-  a->quant_format = c->format;
-  a->activation = c->activation;
-  a->num_experts = c->E;
-  a->top_k = c->K;
-  a->local_num_experts = c->E_local;
-  a->n_group = c->n_group;
-  a->topk_group = c->topk_group;
-  const int64_t T = c->T, H = c->H, I = c->I, E = c->E, K = c->K, El = c->E_local ? c->E_local : c->E;
-  const int32_t precomputed = c->method == FP8MOE_ROUTING_PRECOMPUTED;
-
-  set(p, FP8MOE_ARG_HIDDEN_STATES, c->hidden_dt, 2, (int64_t[]){T, H});
-  a->hidden_states = &p->t[FP8MOE_ARG_HIDDEN_STATES].t;
-  if (!precomputed) {
-    set(p, FP8MOE_ARG_ROUTER_LOGITS, TEST_F32, 2, (int64_t[]){T, E});
-    a->router_logits = &p->t[FP8MOE_ARG_ROUTER_LOGITS].t;
-  } else {
-    set(p, FP8MOE_ARG_TOPK_IDS, TEST_I32, 2, (int64_t[]){T, K});
-    set(p, FP8MOE_ARG_TOPK_WEIGHTS, TEST_F32, 2, (int64_t[]){T, K});
-    a->topk_ids = &p->t[FP8MOE_ARG_TOPK_IDS].t;
-    a->topk_weights = &p->t[FP8MOE_ARG_TOPK_WEIGHTS].t;
-  }
-  if (c->with_bias) {
-    set(p, FP8MOE_ARG_ROUTING_BIAS, TEST_F32, 1, (int64_t[]){E});
-    a->routing_bias = &p->t[FP8MOE_ARG_ROUTING_BIAS].t;
-  }
-  set(p, FP8MOE_ARG_W13, TEST_E4M3, 3, (int64_t[]){El, 2 * I, H});
-  set(p, FP8MOE_ARG_W2, TEST_E4M3, 3, (int64_t[]){El, H, I});
-  a->w13 = &p->t[FP8MOE_ARG_W13].t;
-  a->w2 = &p->t[FP8MOE_ARG_W2].t;
-  if (c->format == FP8MOE_QUANT_FP8_BLOCK128) {
-    set(p, FP8MOE_ARG_W13_SCALE, TEST_F32, 3, (int64_t[]){El, 2 * I / 128, H / 128});
-    set(p, FP8MOE_ARG_W2_SCALE, TEST_F32, 3, (int64_t[]){El, H / 128, I / 128});
-    set(p, FP8MOE_ARG_HIDDEN_SCALE, TEST_F32, 2, (int64_t[]){T, H / 128});
-  } else if (c->format == FP8MOE_QUANT_FP8_PER_CHANNEL) {
-    set(p, FP8MOE_ARG_W13_SCALE, TEST_F32, 2, (int64_t[]){El, 2 * I});
-    set(p, FP8MOE_ARG_W2_SCALE, TEST_F32, 2, (int64_t[]){El, H});
-    if (c->hidden_scale_ndim == 2) set(p, FP8MOE_ARG_HIDDEN_SCALE, TEST_F32, 2, (int64_t[]){T, 1});
-    else set(p, FP8MOE_ARG_HIDDEN_SCALE, TEST_F32, 1, (int64_t[]){T});
-  } else {
-    set(p, FP8MOE_ARG_W13_SCALE, TEST_F32, 1, (int64_t[]){El});
-    set(p, FP8MOE_ARG_W2_SCALE, TEST_F32, 1, (int64_t[]){El});
-    if (c->hidden_scale_ndim == 1) set(p, FP8MOE_ARG_HIDDEN_SCALE, TEST_F32, 1, (int64_t[]){1});
-    else set(p, FP8MOE_ARG_HIDDEN_SCALE, TEST_F32, 0, NULL);
-  }
-  a->w13_scale = &p->t[FP8MOE_ARG_W13_SCALE].t;
-  a->w2_scale = &p->t[FP8MOE_ARG_W2_SCALE].t;
-  if (c->hidden_dt.code == FP8MOE_DTYPE_FLOAT8_E4M3FN) a->hidden_scale = &p->t[FP8MOE_ARG_HIDDEN_SCALE].t;
-  if (c->with_static_scales) {
-    set(p, FP8MOE_ARG_A1_SCALE, TEST_F32, 1, (int64_t[]){1});
-    set(p, FP8MOE_ARG_A2_SCALE, TEST_F32, 0, NULL);
-    a->a1_scale = &p->t[FP8MOE_ARG_A1_SCALE].t;
-    a->a2_scale = &p->t[FP8MOE_ARG_A2_SCALE].t;
-  }
-  set(p, FP8MOE_ARG_OUTPUT, TEST_BF16, 2, (int64_t[]){T, H});
-  a->output = &p->t[FP8MOE_ARG_OUTPUT].t;
-  if (c->with_outputs) {
-    set(p, FP8MOE_ARG_ROUTING_IDS_OUT, TEST_I32, 2, (int64_t[]){T, K});
-    set(p, FP8MOE_ARG_ROUTING_WEIGHTS_OUT, TEST_F32, 2, (int64_t[]){T, K});
-    set(p, FP8MOE_ARG_DEVICE_STATUS, TEST_I32, 1, (int64_t[]){1});
-    a->routing_ids_out = &p->t[FP8MOE_ARG_ROUTING_IDS_OUT].t;
-    a->routing_weights_out = &p->t[FP8MOE_ARG_ROUTING_WEIGHTS_OUT].t;
-    a->device_status = &p->t[FP8MOE_ARG_DEVICE_STATUS].t;
-  }
-}
+static void build(problem* p, const config* c) { baseline_build(p, c, dummy); }
 
 static int32_t support(problem* p) {
   p->message[0] = '\0';
@@ -309,7 +210,7 @@ static int accepts(const fp8moe_argument_info* a, fp8moe_dtype d) {
 
 /* A valid call in which argument `arg` is present. */
 static config config_for_argument(int32_t arg) {
-  config c = base_config();
+  config c = baseline_config_default();
   switch (arg) {
     case FP8MOE_ARG_HIDDEN_SCALE: c.hidden_dt = TEST_E4M3; break;
     case FP8MOE_ARG_ROUTING_BIAS:
@@ -401,7 +302,7 @@ static void check_limits(void) {
   for (uint32_t f = 0; f < caps.quant_format_count; ++f) {
     const fp8moe_quant_format_info* q = &caps.quant_formats[f];
     const int64_t km = q->k_multiple;
-    config c = base_config();
+    config c = baseline_config_default();
     c.format = q->id;
     c.H = c.I = 2 * km > 256 ? 2 * km : 256;
     c.H -= c.H % km;
@@ -467,7 +368,7 @@ static void check_limits(void) {
     }
   }
 
-  config c = base_config();
+  config c = baseline_config_default();
   c.E = L.max_experts;
   build(&p, &c);
   expect_accepted(&p, "E = max_experts");
@@ -475,7 +376,7 @@ static void check_limits(void) {
   build(&p, &c);
   expect_refused(&p, "E = max_experts + 1");
 
-  c = base_config();
+  c = baseline_config_default();
   c.E = L.max_top_k + 1 > 8 ? L.max_top_k + 1 : 8;
   c.K = L.max_top_k;
   build(&p, &c);
@@ -485,7 +386,7 @@ static void check_limits(void) {
   expect_refused(&p, "K = max_top_k + 1");
 
   /* groups: DEEPSEEK_V3 with n_group at and past max_groups, group sizes at and past their bounds */
-  config g = base_config();
+  config g = baseline_config_default();
   g.method = FP8MOE_ROUTING_DEEPSEEK_V3;
   g.with_bias = 1;
   g.K = 1;
@@ -544,7 +445,7 @@ static void check_combinations(void) {
         const fp8moe_activation_info* ai = &caps.activations[a];
         if (!(ai->backends & FP8MOE_BACKEND_MASK_CPU)) continue;
         for (int variant = 0; variant < 4; ++variant) {
-          config c = base_config();
+          config c = baseline_config_default();
           c.format = qi->id;
           c.activation = ai->id;
           c.H = c.I = qi->k_multiple > 128 ? qi->k_multiple : 128;
@@ -578,7 +479,7 @@ static void check_combinations(void) {
   /* ids outside the table are refused with a message naming the field */
   const int32_t bad_ids[] = {-1, 999, 1000, 0x7fffffff};
   for (uint32_t b = 0; b < COUNT(bad_ids); ++b) {
-    config c = base_config();
+    config c = baseline_config_default();
     build(&p, &c);
     p.args.routing_method = bad_ids[b];
     int32_t st = support(&p);
@@ -602,16 +503,10 @@ int main(void) {
   if (test_plugin_open(NULL, &plugin) != 0) return 1;
   api = plugin.api;
 
-  fp8moe_context_args ca;
-  memset(&ca, 0, sizeof ca);
-  ca.struct_size = sizeof ca;
-  ca.backend = FP8MOE_BACKEND_CPU;
-  ca.num_threads = 1;
-  int32_t st = api->context_create(&ca, &ctx);
+  int32_t st = baseline_cpu_context(api, 1, &ctx);
   EXPECT(st == FP8MOE_STATUS_OK && ctx, "CPU context_create: %d", st);
   if (!ctx) {
-    printf("test_contract_sweep: %d passed, %d failed\n", checks_run - test_failures, test_failures);
-    return 1;
+    return test_finish("test_contract_sweep", checks_run);
   }
 
   /* the table with no context describes the CPU backend; the CPU context's table is the same data */
@@ -641,6 +536,5 @@ int main(void) {
 
   api->context_destroy(ctx);
   test_plugin_close(&plugin);
-  printf("test_contract_sweep: %d passed, %d failed\n", checks_run - test_failures, test_failures);
-  return test_failures ? 1 : 0;
+  return test_finish("test_contract_sweep", checks_run);
 }

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "baseline_problem.h"
 #include "fp8moe.h"
 #include "plugin_host.h"
 
@@ -328,23 +329,18 @@ int main(void) {
   test_plugin plugin;
   if (test_plugin_open(NULL, &plugin) != 0) return 1;
   api = plugin.api;
-  buf = aligned_alloc(256, (sizeof(buffers) + 255) / 256 * 256);
+  buf = baseline_alloc256(sizeof(buffers));
   if (!buf) return 1;
   fill_buffers();
 
-  fp8moe_context_args ca;
-  memset(&ca, 0, sizeof ca);
-  ca.struct_size = sizeof ca;
-  ca.backend = FP8MOE_BACKEND_CPU;
-  ca.num_threads = 2;
-  int32_t st = api->context_create(&ca, &ctx);
+  int32_t st = baseline_cpu_context(api, 2, &ctx);
   EXPECT(st == FP8MOE_STATUS_OK && ctx, "CPU context_create: %d", st);
   if (ctx) {
     static problem p;
     build(&p);
     st = api->query_workspace(ctx, &p.args, &workspace_size);
     EXPECT(st == FP8MOE_STATUS_OK, "query_workspace: %d %s", st, p.message);
-    workspace = aligned_alloc(256, (workspace_size + 255) / 256 * 256 + 256);
+    workspace = baseline_workspace(workspace_size, NULL);
     if (!workspace) return 1;
     check_moe_args();
     check_context_args();
@@ -354,6 +350,5 @@ int main(void) {
   free(workspace);
   free(buf);
   test_plugin_close(&plugin);
-  printf("test_struct_size: %d passed, %d failed\n", checks_run - test_failures, test_failures);
-  return test_failures ? 1 : 0;
+  return test_finish("test_struct_size", checks_run);
 }
