@@ -1,0 +1,103 @@
+/* common.cuh — device helpers shared by the kernel files: strided reads of fp32/bf16/fp16 tensors, the
+ * e4m3 encoding (cvt.rn.satfinite, NaN stays NaN), the dynamic-scale rule of docs/DESIGN.md, amax over
+ * finite values, and the m16n8k32 e4m3 tensor-core MMA. Header-only; included by kernels/<op>.cu only. */
+#ifndef FP8MOE_KERNELS_COMMON_CUH
+#define FP8MOE_KERNELS_COMMON_CUH
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+#include <stdint.h>
+
+#include "kernels_internal.h"
+#include "tensor_internal.h"
+
+namespace fp8moe {
+
+constexpr float kE4m3Max = 448.0f;
+
+/* Element off (in elements) of a fp32/bf16/fp16/int32/int64 tensor, as fp32. */
+__device__ __forceinline__ float load_f32(const void* p, int32_t dt, int64_t off) {
+  switch (dt) {
+    case FP8MOE_DT_F32: return static_cast<const float*>(p)[off];
+    case FP8MOE_DT_BF16: return __bfloat162float(static_cast<const __nv_bfloat16*>(p)[off]);
+    case FP8MOE_DT_F16: return __half2float(static_cast<const __half*>(p)[off]);
+    case FP8MOE_DT_I32: return static_cast<float>(static_cast<const int32_t*>(p)[off]);
+    case FP8MOE_DT_I64: return static_cast<float>(static_cast<const int64_t*>(p)[off]);
+    default: return 0.0f;
+  }
+}
+
+__device__ __forceinline__ float kref_at(const fp8moe_kref& r, int64_t i0, int64_t i1 = 0, int64_t i2 = 0) {
+  return load_f32(r.data, r.dt, i0 * r.s[0] + i1 * r.s[1] + i2 * r.s[2]);
+}
+
+/* Round-to-nearest-even store of an fp32 value into an fp32/bf16/fp16 element. */
+__device__ __forceinline__ void store_out(void* p, int32_t dt, int64_t off, float v) {
+  switch (dt) {
+    case FP8MOE_DT_F32: static_cast<float*>(p)[off] = v; break;
+    case FP8MOE_DT_BF16: static_cast<__nv_bfloat16*>(p)[off] = __float2bfloat16_rn(v); break;
+    case FP8MOE_DT_F16: static_cast<__half*>(p)[off] = __float2half_rn(v); break;
+    default: break;
+  }
+}
+
+/* Two fp32 values → two e4m3 codes (low byte = a), RNE, saturating to ±448, NaN → NaN. */
+__device__ __forceinline__ uint16_t e4m3x2(float a, float b) {
+  return static_cast<uint16_t>(__nv_cvt_float2_to_fp8x2(make_float2(a, b), __NV_SATFINITE, __NV_E4M3));
+}
+
+/* Four fp32 values → four e4m3 codes packed little-endian. */
+__device__ __forceinline__ uint32_t e4m3x4(float a, float b, float c, float d) {
+  return static_cast<uint32_t>(e4m3x2(a, b)) | (static_cast<uint32_t>(e4m3x2(c, d)) << 16);
+}
+
+/* |x| when finite, else 0: dynamic scales ignore NaN and ±Inf (docs/DESIGN.md). */
+__device__ __forceinline__ float finite_abs(float x) { return isfinite(x) ? fabsf(x) : 0.0f; }
+
+/* s = max(amax / 448, FLT_MIN), IEEE division. */
+__device__ __forceinline__ float dynamic_scale(float amax) { return fmaxf(amax / kE4m3Max, 1.17549435e-38f); }
+
+__device__ __forceinline__ float warp_max(float v) {
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
+__device__ __forceinline__ float warp_sum(float v) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+/* amax ≥ 0, so its bit pattern orders like an unsigned integer: atomicMax on the bits is a float max. */
+__device__ __forceinline__ void atomic_amax(uint32_t* slot, float amax) {
+  if (amax > 0.0f) atomicMax(slot, __float_as_uint(amax));
+}
+
+/* D += A·B for one m16n8k32 tile, e4m3 operands, fp32 accumulate (sm_89+ tensor cores). */
+__device__ __forceinline__ void mma_e4m3_16832(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+  asm volatile(
+      "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 "
+      "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#endif
+}
+
+/* 16-byte global → shared copy that bypasses L1; src_bytes = 0 zero-fills the destination. */
+__device__ __forceinline__ void cp_async_16(void* smem, const void* gmem, int src_bytes) {
+  uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(src_bytes));
+}
+
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+
+/* Waits until at most N of this thread's committed cp.async groups are still in flight. */
+template <int N>
+__device__ __forceinline__ void cp_async_wait_group() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+}  // namespace fp8moe
+
+#endif /* FP8MOE_KERNELS_COMMON_CUH */

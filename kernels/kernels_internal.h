@@ -1,0 +1,176 @@
+/* kernels_internal.h — the C-callable launchers of the CUDA kernels (kernels/<op>.cu) and the plain-C
+ * argument structs they take. Host orchestration (src/cuda/) fills these from a validated fp8moe_problem;
+ * kernels never see host descriptors. Every launcher enqueues on `stream`, checks cudaGetLastError and
+ * returns it (cudaSuccess = 0); none synchronizes or allocates. */
+#ifndef FP8MOE_KERNELS_INTERNAL_H
+#define FP8MOE_KERNELS_INTERNAL_H
+
+#include <cuda_runtime_api.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Rows of one grouped-GEMM tile (every expert's rows are padded to a multiple of it), chosen per call:
+ * 16 when experts get few rows (decode), 64 otherwise. */
+#define FP8MOE_GEMM_TILE_M_SMALL 16
+#define FP8MOE_GEMM_TILE_M_LARGE 64
+/* Output columns of one GEMM tile and the K step (one 128-wide scale block). */
+#define FP8MOE_GEMM_TILE_N 128
+#define FP8MOE_GEMM_TILE_K 128
+/* Resident CTAs per SM of the GEMM kernels (their shared memory allows no more). */
+#define FP8MOE_GEMM1_CTAS_PER_SM 1
+#define FP8MOE_GEMM2_CTAS_PER_SM 2
+
+/* A strided tensor of fp32/bf16/fp16/int32/int64 elements as the kernels read it. dt is fp8moe_dt
+ * (tensor_internal.h); s[d] are element strides (0 for a dimension the tensor does not have). */
+typedef struct fp8moe_kref {
+  const void* data;
+  int32_t dt;
+  int32_t pad_;
+  int64_t s[3];
+} fp8moe_kref;
+
+/* Same, writable (output dtype bf16/fp16/fp32, or int32/fp32 routing outputs). */
+typedef struct fp8moe_kout {
+  void* data;
+  int32_t dt;
+  int32_t pad_;
+  int64_t s[2];
+} fp8moe_kout;
+
+/* ---- routing.cu: one warp per token; writes ids [T,K] (global) and weights [T,K] fp32 ---- */
+typedef struct fp8moe_routing_args {
+  fp8moe_kref logits;      /* [T,E] */
+  fp8moe_kref bias;        /* [E] or data NULL */
+  int32_t T, E, K, method;
+  int32_t n_group, topk_group;
+  float scale;             /* routed_scaling_factor */
+  int32_t* ids;            /* [T*K] workspace */
+  float* weights;          /* [T*K] workspace */
+  fp8moe_kout ids_out;     /* optional [T,K] int32 (data NULL when absent) */
+  fp8moe_kout weights_out; /* optional [T,K] fp32 */
+} fp8moe_routing_args;
+int fp8moe_launch_routing(const fp8moe_routing_args* a, cudaStream_t stream);
+
+/* ---- precomputed.cu: the host's ids/weights; out-of-range ids become -1 and are counted ---- */
+typedef struct fp8moe_precomputed_args {
+  fp8moe_kref ids_in;      /* [T,K] int32/int64 */
+  fp8moe_kref weights_in;  /* [T,K] fp32/bf16/fp16 */
+  int32_t T, E, K;
+  float scale;
+  int32_t* ids;
+  float* weights;
+  int32_t* device_status;  /* optional; zeroed by the host before, counts skipped ids */
+  fp8moe_kout ids_out;
+  fp8moe_kout weights_out;
+} fp8moe_precomputed_args;
+int fp8moe_launch_precomputed(const fp8moe_precomputed_args* a, cudaStream_t stream);
+
+/* ---- permute.cu: expert counts, tile-padded offsets, expert-sorted slot list (one block) ---- */
+typedef struct fp8moe_permute_args {
+  const int32_t* ids;      /* [T*K] global ids, -1 = skipped */
+  int32_t TK, local_offset, E_local;
+  int32_t max_tiles;       /* capacity of tile_expert */
+  int32_t tile_m;          /* FP8MOE_GEMM_TILE_M_SMALL or _LARGE */
+  int32_t* sorted_slots;   /* [max_tiles*tile_m]: slot t*K+k, or -1 for padding */
+  int32_t* slot_row;       /* [T*K]: row of the slot in sorted order, or -1 when not local */
+  int32_t* tile_expert;    /* [max_tiles]: local expert of each tile */
+  int32_t* num_tiles;      /* [1] */
+} fp8moe_permute_args;
+int fp8moe_launch_permute(const fp8moe_permute_args* a, cudaStream_t stream);
+
+/* ---- quantize_input.cu: hidden [T,H] bf16/fp16 → e4m3 [T,H] + scales ---- */
+#define FP8MOE_ACTQ_STATIC 0      /* per-tensor, given scale */
+#define FP8MOE_ACTQ_DYN_TENSOR 1  /* per-tensor, amax over everything */
+#define FP8MOE_ACTQ_GROUP128 2    /* 1×128 groups */
+#define FP8MOE_ACTQ_ROW 3         /* per row (token) */
+typedef struct fp8moe_quantize_input_args {
+  fp8moe_kref hidden;          /* [T,H] bf16/fp16, row stride s[0] */
+  int32_t T, H, K, mode;
+  const float* token_weight;   /* [T*K] routing weights when the weight is applied to the input, else NULL */
+  fp8moe_kref static_scale;    /* STATIC: the a1_scale scalar */
+  uint32_t* amax;              /* DYN_TENSOR: [1] amax bits, zeroed by the host before */
+  uint8_t* xq;                 /* [T,H] */
+  float* xs;                   /* DYN_TENSOR/STATIC [1]; GROUP128 [T,H/128]; ROW [T] */
+} fp8moe_quantize_input_args;
+int fp8moe_launch_quantize_input(const fp8moe_quantize_input_args* a, cudaStream_t stream);
+
+/* ---- gemm1.cu: grouped x·W13ᵀ, activation, requantization of the intermediate ---- */
+#define FP8MOE_SCALE_TENSOR 0 /* one scale per matrix */
+#define FP8MOE_SCALE_BLOCK 1  /* activation 1×128, weight 128×128 */
+#define FP8MOE_SCALE_ROW 2    /* activation per row, weight per output row */
+#define FP8MOE_REQ_FUSED_STATIC 0 /* a2 = e4m3(a / given scale) in the epilogue */
+#define FP8MOE_REQ_FUSED_GROUP 1  /* a2 in 1×128 groups in the epilogue */
+#define FP8MOE_REQ_DEFERRED_TENSOR 2 /* fp32 intermediate + global amax, then quantize_rows */
+#define FP8MOE_REQ_DEFERRED_ROW 3    /* fp32 intermediate + per-row amax, then quantize_rows */
+typedef struct fp8moe_gemm1_args {
+  const uint8_t* x;            /* activations, row of token t at x + t*x_stride */
+  int64_t x_stride;
+  fp8moe_kref x_scale;         /* TENSOR: [0]; BLOCK: [t*s0 + kb*s1]; ROW: [t*s0] */
+  const uint8_t* w;            /* w13 [E_l,2I,H] with strides (elements = bytes) */
+  int64_t w_stride_e, w_stride_n;
+  fp8moe_kref w_scale;         /* TENSOR [e*s0]; BLOCK [e*s0 + nb*s1 + kb*s2]; ROW [e*s0 + n*s1] */
+  const int32_t* sorted_slots;
+  const int32_t* tile_expert;
+  const int32_t* num_tiles;
+  const float* token_weight;   /* [T*K] when the weight multiplies the (already fp8) input, else NULL */
+  int32_t H, I, K, scale_mode, activation, gate_first, requant;
+  fp8moe_kref a2_static;       /* FUSED_STATIC: the a2_scale scalar */
+  uint8_t* a2q;                /* [rows, I] */
+  float* a2s;                  /* FUSED_GROUP [rows, I/128]; FUSED_STATIC unused */
+  float* inter;                /* DEFERRED: [rows, I] fp32 */
+  uint32_t* amax;              /* DEFERRED_TENSOR [1]; DEFERRED_ROW [rows]; zeroed by the host */
+  int32_t max_tiles;
+  int32_t tile_m;              /* as permute.cu used */
+  int32_t max_ctas;            /* persistent CTAs to launch at most (SMs × CTAs per SM) */
+} fp8moe_gemm1_args;
+int fp8moe_launch_gemm1(const fp8moe_gemm1_args* a, cudaStream_t stream);
+/* Raises GEMM1's dynamic shared-memory limit on the current device (once, at context creation: not a
+ * stream operation, so never inside run). */
+int fp8moe_prepare_gemm1(void);
+
+/* ---- quantize_rows.cu: deferred requantization of the fp32 intermediate ---- */
+typedef struct fp8moe_quantize_rows_args {
+  const float* inter;          /* [rows, I] */
+  const uint32_t* amax;        /* per-tensor [1] or per-row [rows] */
+  int32_t per_row, I;
+  const int32_t* num_tiles;
+  int32_t max_tiles, tile_m;
+  uint8_t* a2q;
+  float* a2s;                  /* per-tensor [1] or per-row [rows] */
+} fp8moe_quantize_rows_args;
+int fp8moe_launch_quantize_rows(const fp8moe_quantize_rows_args* a, cudaStream_t stream);
+
+/* ---- gemm2.cu: grouped a2·W2ᵀ into fp32 rows ---- */
+typedef struct fp8moe_gemm2_args {
+  const uint8_t* a2q;          /* [rows, I] */
+  fp8moe_kref a2_scale;        /* TENSOR [0]; BLOCK [r*s0 + kb]; ROW [r*s0] */
+  const uint8_t* w;            /* w2 [E_l,H,I] */
+  int64_t w_stride_e, w_stride_n;
+  fp8moe_kref w_scale;
+  const int32_t* tile_expert;
+  const int32_t* num_tiles;
+  int32_t H, I, scale_mode, max_tiles, tile_m;
+  int32_t max_ctas;            /* persistent CTAs to launch at most */
+  float* y;                    /* [rows, H] */
+} fp8moe_gemm2_args;
+int fp8moe_launch_gemm2(const fp8moe_gemm2_args* a, cudaStream_t stream);
+int fp8moe_prepare_gemm2(void); /* as fp8moe_prepare_gemm1 */
+
+/* ---- combine.cu: out[t] = Σ_k w[t,k]·y[row(t,k)] in slot order ---- */
+typedef struct fp8moe_combine_args {
+  const float* y;
+  const int32_t* slot_row;
+  const float* weights;        /* [T*K], or NULL when the weight was applied to the input */
+  int32_t T, H, K;
+  fp8moe_kout out;             /* [T,H], row stride s[0] */
+} fp8moe_combine_args;
+int fp8moe_launch_combine(const fp8moe_combine_args* a, cudaStream_t stream);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* FP8MOE_KERNELS_INTERNAL_H */

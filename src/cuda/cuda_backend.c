@@ -1,0 +1,168 @@
+/* cuda_backend.c — the CUDA backend's ops table: probing for a driver and a usable device (cudart is
+ * linked statically and finds the driver itself, so a machine without one gets a clean "unavailable"),
+ * context lifetime, what it reports about itself, and run. Every entry that touches the device saves the
+ * host thread's current device, switches to the context's ordinal and restores it before returning. */
+#include <cuda_runtime_api.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_internal.h"
+#include "kernels_internal.h"
+
+#define FITS(s, field) ((s)->struct_size >= offsetof(__typeof__(*(s)), field) + sizeof((s)->field))
+
+/* Device facts without creating a context or changing the current device. */
+static cudaError_t describe_device(int32_t ordinal, fp8moe_cuda_impl* d) {
+  int major = 0, minor = 0, sms = 0;
+  cudaError_t e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, ordinal);
+  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, ordinal);
+  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, ordinal);
+  struct cudaDeviceProp prop;
+  if (e == cudaSuccess) e = cudaGetDeviceProperties(&prop, ordinal);
+  if (e != cudaSuccess) return e;
+  d->ordinal = ordinal;
+  d->compute_capability = major * 10 + minor;
+  d->sm_count = sms;
+  snprintf(d->device_name, sizeof d->device_name, "%.*s", (int)sizeof d->device_name - 1, prop.name);
+  return cudaSuccess;
+}
+
+static void cuda_probe(fp8moe_backend_info* info) {
+  int n = 0;
+  cudaError_t e = cudaGetDeviceCount(&n);
+  if (FITS(info, compiled_in)) info->compiled_in = 1;
+  if (FITS(info, name)) snprintf(info->name, sizeof info->name, "cuda");
+  if (FITS(info, available)) info->available = 0;
+  if (FITS(info, device_count)) info->device_count = e == cudaSuccess ? n : 0;
+  if (FITS(info, reason)) info->reason[0] = '\0';
+  if (e != cudaSuccess || n == 0) {
+    if (FITS(info, reason))
+      snprintf(info->reason, sizeof info->reason, "no usable CUDA driver or device (%s)",
+               e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
+    (void)cudaGetLastError(); /* the probe's error must not leak into the host's next cudaGetLastError */
+    return;
+  }
+  fp8moe_cuda_impl d;
+  e = describe_device(0, &d);
+  if (e != cudaSuccess) {
+    if (FITS(info, reason)) snprintf(info->reason, sizeof info->reason, "device 0: %s", cudaGetErrorString(e));
+    (void)cudaGetLastError();
+    return;
+  }
+  if (FITS(info, device_name)) snprintf(info->device_name, sizeof info->device_name, "%s", d.device_name);
+  if (d.compute_capability < FP8MOE_CUDA_MIN_CC) {
+    if (FITS(info, reason))
+      snprintf(info->reason, sizeof info->reason,
+               "device 0 (%s) has compute capability %d.%d; the CUDA backend needs 9.0 or newer", d.device_name,
+               d.compute_capability / 10, d.compute_capability % 10);
+    return;
+  }
+  if (FITS(info, available)) info->available = 1;
+}
+
+/* Makes the context's device current for one entry; *prev receives what to restore. */
+static cudaError_t enter_device(int32_t ordinal, int* prev) {
+  cudaError_t e = cudaGetDevice(prev);
+  if (e != cudaSuccess) return e;
+  return *prev == ordinal ? cudaSuccess : cudaSetDevice(ordinal);
+}
+
+static void leave_device(int32_t ordinal, int prev) {
+  if (prev != ordinal) (void)cudaSetDevice(prev);
+}
+
+static int32_t cuda_create(struct fp8moe_context* ctx, const fp8moe_context_args* args, fp8moe_err* err) {
+  int n = 0;
+  cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess) (void)cudaGetLastError();
+  RETURN_IF(e != cudaSuccess || n == 0, err, FP8MOE_STATUS_BACKEND_UNAVAILABLE,
+            "backend: no usable CUDA driver or device; got %s; expected at least one device",
+            e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
+  RETURN_IF(args->device_ordinal >= n, err, FP8MOE_STATUS_INVALID_ARGUMENT,
+            "device_ordinal: no such CUDA device; got %d; expected 0 to %d", (int)args->device_ordinal, n - 1);
+  fp8moe_cuda_impl* impl = (fp8moe_cuda_impl*)calloc(1, sizeof *impl);
+  RETURN_IF(impl == NULL, err, FP8MOE_STATUS_OUT_OF_MEMORY,
+            "context: out of memory; got %zu bytes refused; expected an allocation to succeed", sizeof *impl);
+  e = describe_device(args->device_ordinal, impl);
+  if (e == cudaSuccess && impl->compute_capability < FP8MOE_CUDA_MIN_CC) {
+    int32_t cc = impl->compute_capability;
+    free(impl);
+    return fp8moe_fail(err, FP8MOE_STATUS_BACKEND_UNAVAILABLE,
+                       "device_ordinal: device %d has compute capability %d.%d; expected 9.0 or newer",
+                       (int)args->device_ordinal, (int)(cc / 10), (int)(cc % 10));
+  }
+  /* Initialize the device's primary context now, so the first run does not pay for it, and raise the GEMM
+   * kernels' shared-memory limits on this device. */
+  int prev = 0;
+  if (e == cudaSuccess) e = enter_device(args->device_ordinal, &prev);
+  if (e == cudaSuccess) {
+    e = cudaFree(NULL);
+    if (e == cudaSuccess) e = (cudaError_t)fp8moe_prepare_gemm1();
+    if (e == cudaSuccess) e = (cudaError_t)fp8moe_prepare_gemm2();
+    leave_device(args->device_ordinal, prev);
+  }
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    free(impl);
+    return fp8moe_fail(err, FP8MOE_STATUS_DEVICE_ERROR, "device_ordinal: device %d failed to initialize; got %s; "
+                       "expected success", (int)args->device_ordinal, cudaGetErrorString(e));
+  }
+  ctx->impl = impl;
+  return FP8MOE_STATUS_OK;
+}
+
+static void cuda_destroy(struct fp8moe_context* ctx) {
+  free(ctx->impl);
+  ctx->impl = NULL;
+}
+
+static void cuda_fill_info(const struct fp8moe_context* ctx, fp8moe_context_info* info) {
+  const fp8moe_cuda_impl* impl = (const fp8moe_cuda_impl*)ctx->impl;
+  if (FITS(info, backend)) info->backend = FP8MOE_BACKEND_CUDA;
+  if (FITS(info, device_ordinal)) info->device_ordinal = impl->ordinal;
+  if (FITS(info, num_threads)) info->num_threads = 0;
+  if (FITS(info, graph_capturable)) info->graph_capturable = 1;
+  if (FITS(info, sm_count)) info->sm_count = impl->sm_count;
+  if (FITS(info, compute_capability)) info->compute_capability = impl->compute_capability;
+  if (FITS(info, device_name)) snprintf(info->device_name, sizeof info->device_name, "%s", impl->device_name);
+}
+
+static int32_t cuda_accepts_device(const struct fp8moe_context* ctx, int32_t device_type, int32_t device_id) {
+  const fp8moe_cuda_impl* impl = (const fp8moe_cuda_impl*)ctx->impl;
+  return (device_type == FP8MOE_DEVICE_CUDA || device_type == FP8MOE_DEVICE_CUDA_MANAGED) &&
+         device_id == impl->ordinal;
+}
+
+static size_t cuda_workspace_size(const struct fp8moe_context* ctx, const fp8moe_problem* p) {
+  (void)ctx;
+  fp8moe_cuda_layout l;
+  fp8moe_cuda_layout_make(p, &l);
+  return l.total;
+}
+
+static int32_t cuda_run(struct fp8moe_context* ctx, const fp8moe_problem* p, fp8moe_err* err) {
+  const fp8moe_cuda_impl* impl = (const fp8moe_cuda_impl*)ctx->impl;
+  if (p->T == 0) return FP8MOE_STATUS_OK;
+  int prev = 0;
+  cudaError_t e = enter_device(impl->ordinal, &prev);
+  RETURN_IF(e != cudaSuccess, err, FP8MOE_STATUS_DEVICE_ERROR,
+            "run: cannot make device %d current; got %s; expected success", (int)impl->ordinal,
+            cudaGetErrorString(e));
+  int32_t status = fp8moe_cuda_enqueue(impl, p, err);
+  leave_device(impl->ordinal, prev);
+  return status;
+}
+
+const fp8moe_backend_ops fp8moe_cuda_backend_ops = {
+    .backend = FP8MOE_BACKEND_CUDA,
+    .name = "cuda",
+    .capability_flags = FP8MOE_CAPABILITY_GRAPH_CAPTURABLE | FP8MOE_CAPABILITY_HOST_SYNC_FREE,
+    .probe = cuda_probe,
+    .create = cuda_create,
+    .destroy = cuda_destroy,
+    .fill_info = cuda_fill_info,
+    .accepts_device = cuda_accepts_device,
+    .workspace_size = cuda_workspace_size,
+    .run = cuda_run,
+};

@@ -1,0 +1,57 @@
+/* cuda_internal.h — the CUDA backend's private state and its workspace layout. The context holds only
+ * immutable facts about its device, so concurrent runs on different streams share it safely; every
+ * byte a run writes lives in the caller's workspace, carved by fp8moe_cuda_layout_make into 256-byte
+ * aligned slices (docs/GPU.md has the picture). */
+#ifndef FP8MOE_CUDA_INTERNAL_H
+#define FP8MOE_CUDA_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backend_internal.h"
+#include "error_internal.h"
+#include "fp8moe.h"
+#include "problem_internal.h"
+
+#define FP8MOE_CUDA_ALIGN 256
+#define FP8MOE_CUDA_MIN_CC 90 /* sm_90a SASS + compute_90 PTX */
+
+typedef struct fp8moe_cuda_impl {
+  int32_t ordinal;
+  int32_t sm_count;
+  int32_t compute_capability; /* major·10 + minor */
+  char device_name[FP8MOE_NAME_CAPACITY];
+} fp8moe_cuda_impl;
+
+/* Byte offsets of the workspace slices; a slice a problem does not need has size 0 (offset unused). */
+typedef struct fp8moe_cuda_layout {
+  int32_t tile_m;        /* GEMM tile rows: 16 when experts average few rows (decode), else 64 */
+  int64_t max_tiles;     /* ceil(T·K / tile_m) + E_local: every expert's rows padded to a tile */
+  int64_t rows;          /* max_tiles · tile_m */
+  size_t scalars;        /* one slice: the words below, zeroed at the start of every run */
+  size_t ids, weights, slot_row;   /* [T·K] int32 / fp32 / int32 */
+  size_t sorted_slots, tile_expert;/* [rows] / [max_tiles] int32 */
+  size_t xq, xs;         /* e4m3 [T,H]; fp32 x scales (GROUP [T,H/128], ROW [T]) */
+  size_t a2q, a2s;       /* e4m3 [rows,I]; fp32 a2 scales (GROUP [rows,I/128], ROW [rows]) */
+  size_t inter;          /* fp32 [rows,I] (deferred requantization only) */
+  size_t row_amax;       /* uint32 [rows] (per-row deferred requantization only) */
+  size_t y;              /* fp32 [rows,H] */
+  size_t row_amax_bytes; /* bytes of row_amax to zero per run */
+  size_t total;
+} fp8moe_cuda_layout;
+
+/* Word offsets inside the scalars slice. */
+#define FP8MOE_CUDA_S_NUM_TILES 0 /* int32 */
+#define FP8MOE_CUDA_S_X_AMAX 1    /* uint32 bits of the input amax (dynamic per-tensor) */
+#define FP8MOE_CUDA_S_X_SCALE 2   /* fp32 */
+#define FP8MOE_CUDA_S_A2_AMAX 3   /* uint32 bits of the intermediate amax (dynamic per-tensor) */
+#define FP8MOE_CUDA_S_A2_SCALE 4  /* fp32 */
+#define FP8MOE_CUDA_S_WORDS 8
+
+void fp8moe_cuda_layout_make(const fp8moe_problem* p, fp8moe_cuda_layout* l);
+
+/* Enqueues the whole pipeline for a validated problem with T > 0 on p->stream (the caller has made the
+ * context's device current). Never synchronizes, never allocates. */
+int32_t fp8moe_cuda_enqueue(const fp8moe_cuda_impl* impl, const fp8moe_problem* p, fp8moe_err* err);
+
+#endif /* FP8MOE_CUDA_INTERNAL_H */

@@ -1,0 +1,44 @@
+/* cuda_layout.c — the CUDA backend's workspace layout, a pure function of the problem's sizes and
+ * formats (never of tensor data), so query_workspace and run agree. The row count bounds the padded
+ * expert-sorted rows for any routing: Σ_e ceil(n_e / tile_m)·tile_m ≤ T·K + E_local·(tile_m − 1). The tile
+ * height follows the average rows per expert, T·K/E: below 32, 64-row tiles would be mostly padding (and
+ * the MMAs on it are the cost at decode), so 16-row tiles are used. */
+#include "cuda_internal.h"
+#include "kernels_internal.h"
+
+static size_t take(size_t* cursor, size_t bytes) {
+  size_t at = *cursor;
+  *cursor += (bytes + FP8MOE_CUDA_ALIGN - 1) / FP8MOE_CUDA_ALIGN * FP8MOE_CUDA_ALIGN;
+  return at;
+}
+
+void fp8moe_cuda_layout_make(const fp8moe_problem* p, fp8moe_cuda_layout* l) {
+  const size_t TK = (size_t)p->T * (size_t)p->K;
+  const size_t H = (size_t)p->H, I = (size_t)p->I;
+  l->tile_m = TK < 32 * (size_t)p->E ? FP8MOE_GEMM_TILE_M_SMALL : FP8MOE_GEMM_TILE_M_LARGE;
+  l->max_tiles = (int64_t)((TK + (size_t)l->tile_m - 1) / (size_t)l->tile_m) + p->E_local;
+  l->rows = l->max_tiles * l->tile_m;
+  const size_t rows = (size_t)l->rows;
+  const int32_t fmt = p->quant_format;
+  size_t c = 0;
+  l->scalars = take(&c, FP8MOE_CUDA_S_WORDS * 4);
+  l->ids = take(&c, TK * 4);
+  l->weights = take(&c, TK * 4);
+  l->slot_row = take(&c, TK * 4);
+  l->sorted_slots = take(&c, rows * 4);
+  l->tile_expert = take(&c, (size_t)l->max_tiles * 4);
+  l->xq = p->hidden_is_fp8 ? 0 : take(&c, (size_t)p->T * H);
+  l->xs = 0;
+  if (!p->hidden_is_fp8 && fmt == FP8MOE_QUANT_FP8_BLOCK128) l->xs = take(&c, (size_t)p->T * (H / 128) * 4);
+  if (!p->hidden_is_fp8 && fmt == FP8MOE_QUANT_FP8_PER_CHANNEL) l->xs = take(&c, (size_t)p->T * 4);
+  l->a2q = take(&c, rows * I);
+  l->a2s = 0;
+  if (fmt == FP8MOE_QUANT_FP8_BLOCK128) l->a2s = take(&c, rows * (I / 128) * 4);
+  if (fmt == FP8MOE_QUANT_FP8_PER_CHANNEL) l->a2s = take(&c, rows * 4);
+  const int deferred = fmt == FP8MOE_QUANT_FP8_PER_CHANNEL || (fmt == FP8MOE_QUANT_FP8_PER_TENSOR && !p->a2_static);
+  l->inter = deferred ? take(&c, rows * I * 4) : 0;
+  l->row_amax_bytes = fmt == FP8MOE_QUANT_FP8_PER_CHANNEL ? rows * 4 : 0;
+  l->row_amax = l->row_amax_bytes ? take(&c, l->row_amax_bytes) : 0;
+  l->y = take(&c, rows * H * 4);
+  l->total = c;
+}

@@ -1,0 +1,264 @@
+/* cuda_run.c — one MoE call as a sequence of kernel launches on the caller's stream (docs/GPU.md):
+ * zero the scalar words → routing (or PRECOMPUTED ids) → permute → input quantization → GEMM1 with the
+ * fused activation/requantization (→ deferred row quantization) → GEMM2 → combine. Only kernel launches
+ * and cudaMemsetAsync: no host synchronization, no allocation, capturable in a CUDA graph. */
+#include <cuda_runtime_api.h>
+#include <string.h>
+
+#include "cuda_internal.h"
+#include "kernels_internal.h"
+
+static fp8moe_kref kref_of(const fp8moe_view* v) {
+  fp8moe_kref r;
+  memset(&r, 0, sizeof r);
+  r.data = v->data;
+  r.dt = (int32_t)v->dt;
+  for (int32_t d = 0; d < v->ndim && d < 3; ++d) r.s[d] = v->strides[d];
+  return r;
+}
+
+/* A contiguous fp32 workspace array seen as a kref with strides (s0, s1). */
+static fp8moe_kref kref_f32(const void* data, int64_t s0, int64_t s1) {
+  fp8moe_kref r;
+  memset(&r, 0, sizeof r);
+  r.data = data;
+  r.dt = FP8MOE_DT_F32;
+  r.s[0] = s0;
+  r.s[1] = s1;
+  return r;
+}
+
+static fp8moe_kout kout_of(const fp8moe_view* v) {
+  fp8moe_kout r;
+  memset(&r, 0, sizeof r);
+  if (v->dt == FP8MOE_DT_NONE) return r;
+  r.data = v->data;
+  r.dt = (int32_t)v->dt;
+  for (int32_t d = 0; d < v->ndim && d < 2; ++d) r.s[d] = v->strides[d];
+  return r;
+}
+
+static int32_t check(int rc, const char* stage, fp8moe_err* err) {
+  RETURN_IF(rc != 0, err, FP8MOE_STATUS_DEVICE_ERROR, "run: %s failed on the device; got %s; expected success",
+            stage, cudaGetErrorString((cudaError_t)rc));
+  return FP8MOE_STATUS_OK;
+}
+
+static int32_t scale_mode(int32_t fmt) {
+  if (fmt == FP8MOE_QUANT_FP8_BLOCK128) return FP8MOE_SCALE_BLOCK;
+  if (fmt == FP8MOE_QUANT_FP8_PER_CHANNEL) return FP8MOE_SCALE_ROW;
+  return FP8MOE_SCALE_TENSOR;
+}
+
+static int32_t route(const fp8moe_problem* p, const fp8moe_cuda_layout* l, char* ws, cudaStream_t s,
+                     fp8moe_err* err) {
+  if (p->routing_method == FP8MOE_ROUTING_PRECOMPUTED) {
+    fp8moe_precomputed_args a;
+    memset(&a, 0, sizeof a);
+    a.ids_in = kref_of(&p->topk_ids);
+    a.weights_in = kref_of(&p->topk_weights);
+    a.T = (int32_t)p->T;
+    a.E = p->E;
+    a.K = p->K;
+    a.scale = p->routed_scaling_factor;
+    a.ids = (int32_t*)(ws + l->ids);
+    a.weights = (float*)(ws + l->weights);
+    a.device_status = p->device_status.dt != FP8MOE_DT_NONE ? (int32_t*)p->device_status.data : NULL;
+    a.ids_out = kout_of(&p->routing_ids_out);
+    a.weights_out = kout_of(&p->routing_weights_out);
+    return check(fp8moe_launch_precomputed(&a, s), "precomputed routing", err);
+  }
+  fp8moe_routing_args a;
+  memset(&a, 0, sizeof a);
+  a.logits = kref_of(&p->router_logits);
+  if (p->routing_bias.dt != FP8MOE_DT_NONE) a.bias = kref_of(&p->routing_bias);
+  a.T = (int32_t)p->T;
+  a.E = p->E;
+  a.K = p->K;
+  a.method = p->routing_method;
+  a.n_group = p->n_group;
+  a.topk_group = p->topk_group;
+  a.scale = p->routed_scaling_factor;
+  a.ids = (int32_t*)(ws + l->ids);
+  a.weights = (float*)(ws + l->weights);
+  a.ids_out = kout_of(&p->routing_ids_out);
+  a.weights_out = kout_of(&p->routing_weights_out);
+  return check(fp8moe_launch_routing(&a, s), "routing", err);
+}
+
+static int32_t permute(const fp8moe_problem* p, const fp8moe_cuda_layout* l, char* ws, cudaStream_t s,
+                       fp8moe_err* err) {
+  fp8moe_permute_args a;
+  memset(&a, 0, sizeof a);
+  a.ids = (const int32_t*)(ws + l->ids);
+  a.TK = (int32_t)(p->T * p->K);
+  a.local_offset = p->local_offset;
+  a.E_local = p->E_local;
+  a.max_tiles = (int32_t)l->max_tiles;
+  a.tile_m = l->tile_m;
+  a.sorted_slots = (int32_t*)(ws + l->sorted_slots);
+  a.slot_row = (int32_t*)(ws + l->slot_row);
+  a.tile_expert = (int32_t*)(ws + l->tile_expert);
+  a.num_tiles = (int32_t*)(ws + l->scalars) + FP8MOE_CUDA_S_NUM_TILES;
+  return check(fp8moe_launch_permute(&a, s), "permutation", err);
+}
+
+/* Quantizes the input when it is not already e4m3; fills where GEMM1 reads x and its scales. */
+static int32_t quantize_input(const fp8moe_problem* p, const fp8moe_cuda_layout* l, char* ws, cudaStream_t s,
+                              fp8moe_gemm1_args* g, fp8moe_err* err) {
+  uint32_t* words = (uint32_t*)(ws + l->scalars);
+  if (p->hidden_is_fp8) {
+    g->x = (const uint8_t*)p->hidden_states.data;
+    g->x_stride = p->hidden_states.strides[0];
+    g->x_scale = kref_of(&p->hidden_scale);
+    if (p->quant_format != FP8MOE_QUANT_FP8_BLOCK128) g->x_scale.s[1] = 0; /* [T,1] reads column 0 */
+    if (p->quant_format == FP8MOE_QUANT_FP8_PER_TENSOR) g->x_scale.s[0] = 0;
+    return FP8MOE_STATUS_OK;
+  }
+  fp8moe_quantize_input_args a;
+  memset(&a, 0, sizeof a);
+  a.hidden = kref_of(&p->hidden_states);
+  a.T = (int32_t)p->T;
+  a.H = (int32_t)p->H;
+  a.K = p->K;
+  a.token_weight = p->weight_on_input ? (const float*)(ws + l->weights) : NULL;
+  a.amax = words + FP8MOE_CUDA_S_X_AMAX;
+  a.xq = (uint8_t*)(ws + l->xq);
+  g->x = a.xq;
+  g->x_stride = p->H;
+  switch (p->quant_format) {
+    case FP8MOE_QUANT_FP8_BLOCK128:
+      a.mode = FP8MOE_ACTQ_GROUP128;
+      a.xs = (float*)(ws + l->xs);
+      g->x_scale = kref_f32(a.xs, p->H / 128, 1);
+      break;
+    case FP8MOE_QUANT_FP8_PER_CHANNEL:
+      a.mode = FP8MOE_ACTQ_ROW;
+      a.xs = (float*)(ws + l->xs);
+      g->x_scale = kref_f32(a.xs, 1, 0);
+      break;
+    default:
+      if (p->a1_static) {
+        a.mode = FP8MOE_ACTQ_STATIC;
+        a.static_scale = kref_of(&p->a1_scale);
+        a.static_scale.s[0] = 0;
+        g->x_scale = a.static_scale;
+      } else {
+        a.mode = FP8MOE_ACTQ_DYN_TENSOR;
+        a.xs = (float*)(words + FP8MOE_CUDA_S_X_SCALE);
+        g->x_scale = kref_f32(a.xs, 0, 0);
+      }
+      break;
+  }
+  return check(fp8moe_launch_quantize_input(&a, s), "input quantization", err);
+}
+
+static int32_t experts(const fp8moe_cuda_impl* impl, const fp8moe_problem* p, const fp8moe_cuda_layout* l, char* ws, cudaStream_t s,
+                       fp8moe_gemm1_args* g, fp8moe_err* err) {
+  uint32_t* words = (uint32_t*)(ws + l->scalars);
+  const int32_t* num_tiles = (const int32_t*)words + FP8MOE_CUDA_S_NUM_TILES;
+  const int32_t fmt = p->quant_format;
+  g->w = (const uint8_t*)p->w13.data;
+  g->w_stride_e = p->w13.strides[0];
+  g->w_stride_n = p->w13.strides[1];
+  g->w_scale = kref_of(&p->w13_scale);
+  g->sorted_slots = (const int32_t*)(ws + l->sorted_slots);
+  g->tile_expert = (const int32_t*)(ws + l->tile_expert);
+  g->num_tiles = num_tiles;
+  g->token_weight = (p->weight_on_input && p->hidden_is_fp8) ? (const float*)(ws + l->weights) : NULL;
+  g->H = (int32_t)p->H;
+  g->I = (int32_t)p->I;
+  g->K = p->K;
+  g->scale_mode = scale_mode(fmt);
+  g->activation = p->activation;
+  g->gate_first = p->gate_up_order == FP8MOE_GATE_UP_GATE_FIRST;
+  g->a2q = (uint8_t*)(ws + l->a2q);
+  g->max_tiles = (int32_t)l->max_tiles;
+  g->tile_m = l->tile_m;
+  g->max_ctas = impl->sm_count * FP8MOE_GEMM1_CTAS_PER_SM;
+
+  fp8moe_gemm2_args g2;
+  memset(&g2, 0, sizeof g2);
+  if (fmt == FP8MOE_QUANT_FP8_BLOCK128) {
+    g->requant = FP8MOE_REQ_FUSED_GROUP;
+    g->a2s = (float*)(ws + l->a2s);
+    g2.a2_scale = kref_f32(g->a2s, p->I / 128, 1);
+  } else if (fmt == FP8MOE_QUANT_FP8_PER_TENSOR && p->a2_static) {
+    g->requant = FP8MOE_REQ_FUSED_STATIC;
+    g->a2_static = kref_of(&p->a2_scale);
+    g->a2_static.s[0] = 0;
+    g2.a2_scale = g->a2_static;
+  } else {
+    const int per_row = fmt == FP8MOE_QUANT_FP8_PER_CHANNEL;
+    g->requant = per_row ? FP8MOE_REQ_DEFERRED_ROW : FP8MOE_REQ_DEFERRED_TENSOR;
+    g->inter = (float*)(ws + l->inter);
+    g->amax = per_row ? (uint32_t*)(ws + l->row_amax) : words + FP8MOE_CUDA_S_A2_AMAX;
+    g->a2s = per_row ? (float*)(ws + l->a2s) : (float*)(words + FP8MOE_CUDA_S_A2_SCALE);
+    g2.a2_scale = kref_f32(g->a2s, per_row ? 1 : 0, 0);
+  }
+  FORWARD_IF_ERROR(check(fp8moe_launch_gemm1(g, s), "GEMM1", err));
+  if (g->requant == FP8MOE_REQ_DEFERRED_ROW || g->requant == FP8MOE_REQ_DEFERRED_TENSOR) {
+    fp8moe_quantize_rows_args q;
+    memset(&q, 0, sizeof q);
+    q.inter = g->inter;
+    q.amax = g->amax;
+    q.per_row = g->requant == FP8MOE_REQ_DEFERRED_ROW;
+    q.I = g->I;
+    q.num_tiles = num_tiles;
+    q.max_tiles = g->max_tiles;
+    q.tile_m = g->tile_m;
+    q.a2q = g->a2q;
+    q.a2s = g->a2s;
+    FORWARD_IF_ERROR(check(fp8moe_launch_quantize_rows(&q, s), "intermediate quantization", err));
+  }
+
+  g2.a2q = g->a2q;
+  g2.w = (const uint8_t*)p->w2.data;
+  g2.w_stride_e = p->w2.strides[0];
+  g2.w_stride_n = p->w2.strides[1];
+  g2.w_scale = kref_of(&p->w2_scale);
+  g2.tile_expert = g->tile_expert;
+  g2.num_tiles = num_tiles;
+  g2.H = (int32_t)p->H;
+  g2.I = (int32_t)p->I;
+  g2.scale_mode = g->scale_mode;
+  g2.max_tiles = g->max_tiles;
+  g2.tile_m = g->tile_m;
+  g2.max_ctas = impl->sm_count * FP8MOE_GEMM2_CTAS_PER_SM;
+  g2.y = (float*)(ws + l->y);
+  return check(fp8moe_launch_gemm2(&g2, s), "GEMM2", err);
+}
+
+static int32_t combine(const fp8moe_problem* p, const fp8moe_cuda_layout* l, char* ws, cudaStream_t s,
+                       fp8moe_err* err) {
+  fp8moe_combine_args a;
+  memset(&a, 0, sizeof a);
+  a.y = (const float*)(ws + l->y);
+  a.slot_row = (const int32_t*)(ws + l->slot_row);
+  a.weights = p->weight_on_input ? NULL : (const float*)(ws + l->weights);
+  a.T = (int32_t)p->T;
+  a.H = (int32_t)p->H;
+  a.K = p->K;
+  a.out = kout_of(&p->output);
+  return check(fp8moe_launch_combine(&a, s), "combine", err);
+}
+
+int32_t fp8moe_cuda_enqueue(const fp8moe_cuda_impl* impl, const fp8moe_problem* p, fp8moe_err* err) {
+  fp8moe_cuda_layout l;
+  fp8moe_cuda_layout_make(p, &l);
+  char* ws = (char*)p->workspace;
+  cudaStream_t s = (cudaStream_t)p->stream;
+  FORWARD_IF_ERROR(check(cudaMemsetAsync(ws + l.scalars, 0, FP8MOE_CUDA_S_WORDS * 4, s), "zeroing scalars", err));
+  if (l.row_amax_bytes)
+    FORWARD_IF_ERROR(check(cudaMemsetAsync(ws + l.row_amax, 0, l.row_amax_bytes, s), "zeroing row amax", err));
+  if (p->device_status.dt != FP8MOE_DT_NONE)
+    FORWARD_IF_ERROR(check(cudaMemsetAsync(p->device_status.data, 0, sizeof(int32_t), s), "zeroing device_status",
+                           err));
+  FORWARD_IF_ERROR(route(p, &l, ws, s, err));
+  FORWARD_IF_ERROR(permute(p, &l, ws, s, err));
+  fp8moe_gemm1_args g;
+  memset(&g, 0, sizeof g);
+  FORWARD_IF_ERROR(quantize_input(p, &l, ws, s, &g, err));
+  FORWARD_IF_ERROR(experts(impl, p, &l, ws, s, &g, err));
+  return combine(p, &l, ws, s, err);
+}

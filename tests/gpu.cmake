@@ -1,0 +1,15 @@
+# GPU suites (label `gpu`): the CUDA backend against the CPU backend through the public API. Each exits 77
+# (reported as skipped) when backend_info says the CUDA backend is unavailable, e.g. on CI without a GPU.
+# The test hosts link cudart (they allocate device memory); the library itself never needs it at load.
+if(FP8MOE_WITH_CUDA AND TARGET fp8moe_test_ref)
+  add_library(fp8moe_test_gpu STATIC ${CMAKE_CURRENT_LIST_DIR}/gpu_util.c)
+  target_compile_options(fp8moe_test_gpu PRIVATE ${FP8MOE_C_WARNINGS})
+  target_link_libraries(fp8moe_test_gpu PUBLIC fp8moe_test_host CUDA::cudart m)
+
+  fp8moe_add_test(NAME test_gpu_sweep SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_gpu_sweep.c
+                  LIBS fp8moe_test_ref fp8moe_test_gpu LABELS gpu TIMEOUT 600)
+  if(EXISTS ${CMAKE_CURRENT_LIST_DIR}/test_gpu_models.c)
+    fp8moe_add_test(NAME test_gpu_models SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_gpu_models.c
+                    LIBS fp8moe_test_gpu Threads::Threads LABELS gpu TIMEOUT 600)
+  endif()
+endif()

@@ -1,0 +1,488 @@
+/* test_gpu_sweep.c — the CUDA backend against the CPU backend (the oracle) through the public API, at
+ * reduced shapes: every row of the capability table (routing × format × activation, with dtypes, layouts,
+ * gate/up order, static scales and expert-parallel shards varied across rows), the TESTING.md regression
+ * cases that concern a backend (exact ties, non-finite logits and hidden states, PRECOMPUTED out-of-range
+ * ids counted in device_status, T = 0, shards summing to the full layer), CUDA-graph capture + replay and
+ * two streams running different problems on one context. Outputs are poisoned before every GPU run.
+ * `--quick` runs a subset (for compute-sanitizer). Skipped (77) without a usable CUDA device. */
+#include <cuda_runtime_api.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "e2e_check.h"
+#include "gpu_util.h"
+#include "problem_gen.h"
+
+typedef struct suite {
+  test_plugin tp;
+  fp8moe_context* cpu;
+  fp8moe_context* gpu;
+  int quick;
+  int checks;
+  double max_rel[3]; /* per quant format */
+} suite;
+
+static const fp8moe_dtype* cycle_float(int i) {
+  static const fp8moe_dtype* d[] = {&TEST_F32, &TEST_BF16, &TEST_F16};
+  return d[i % 3];
+}
+
+/* Runs p on the CPU backend; snapshot into cpu_out. */
+static int run_cpu(suite* s, pg_problem* p, run_outputs* cpu_out) {
+  pg_poison(p);
+  int32_t st = pg_run(&s->tp, s->cpu, p);
+  CHECK(st == FP8MOE_STATUS_OK, "CPU run failed: status %d (%s)", (int)st, p->error);
+  if (st != FP8MOE_STATUS_OK) return -1;
+  return outputs_take(&p->args, cpu_out);
+}
+
+/* Runs p on the GPU (fresh device copies, poisoned outputs); snapshot into gpu_out. */
+static int run_gpu(suite* s, pg_problem* p, run_outputs* gpu_out, int32_t* status_word) {
+  gpu_problem g;
+  int rc = -1;
+  pg_poison(p);
+  if (gpu_clone(&s->tp, s->gpu, &p->args, &g) == 0 && gpu_poison(&g, NULL) == 0) {
+    int32_t st = s->tp.api->run(s->gpu, &g.args);
+    CHECK(st == FP8MOE_STATUS_OK, "GPU run failed: status %d (%s)", (int)st, p->error);
+    if (st == FP8MOE_STATUS_OK && gpu_fetch(&g) == 0) {
+      if (status_word) *status_word = gpu_status_word(&g);
+      rc = outputs_take(&p->args, gpu_out);
+    }
+  }
+  gpu_free(&g);
+  CHECK(rc == 0, "GPU run did not complete");
+  return rc;
+}
+
+/* CPU vs GPU on one generated problem. */
+static void compare_one(suite* s, pg_problem* p, const char* tag) {
+  char cfg[512];
+  pg_describe_config(&p->cfg, cfg, sizeof cfg);
+  run_outputs c, g;
+  memset(&c, 0, sizeof c);
+  memset(&g, 0, sizeof g);
+  ++s->checks;
+  if (run_cpu(s, p, &c) == 0 && run_gpu(s, p, &g, NULL) == 0) {
+    compare_result r;
+    int ok = outputs_compare(&g, &c, NULL, p->cfg.T, cfg, &r);
+    CHECK(ok, "%s: GPU differs from CPU [%s]", tag, cfg);
+    int f = p->cfg.quant_format;
+    if (f >= 0 && f < 3 && r.rel_err > s->max_rel[f]) s->max_rel[f] = r.rel_err;
+    printf("%-10s rel_err %.3e  w_rel %.1e  %s\n", tag, r.rel_err, r.max_w_rel, cfg);
+  }
+  outputs_free(&c);
+  outputs_free(&g);
+}
+
+static void base_config(pg_config* c, int32_t method, int32_t format, int i) {
+  const int big = (i % 5) == 4; /* now and then a wider router */
+  int32_t E = big ? 256 : 16, K = method == FP8MOE_ROUTING_LLAMA4 ? 1 : (big ? 8 : 4);
+  /* i % 5 == 3: enough rows per expert for the 64-row GEMM tiles; otherwise the 16-row ones */
+  pg_config_init(c, method, format, (i % 5) == 3 ? 301 : 37 + i % 5, 256, 256 + 128 * (i % 2), E, K);
+  if (method == FP8MOE_ROUTING_DEEPSEEK_V3) {
+    c->n_group = big ? 8 : 4;
+    c->topk_group = big ? 4 : 2;
+    c->routed_scaling_factor = 2.5f;
+  } else if (i % 3 == 1) {
+    c->routed_scaling_factor = 1.75f;
+  }
+  c->seed = 1000 + (uint64_t)i;
+}
+
+static void sweep(suite* s) {
+  fp8moe_capabilities caps;
+  memset(&caps, 0, sizeof caps);
+  caps.struct_size = sizeof caps;
+  if (s->tp.api->query_capabilities(s->gpu, &caps) != FP8MOE_STATUS_OK) {
+    CHECK(0, "query_capabilities failed");
+    return;
+  }
+  CHECK(caps.flags == (FP8MOE_CAPABILITY_GRAPH_CAPTURABLE | FP8MOE_CAPABILITY_HOST_SYNC_FREE),
+        "CUDA capability flags 0x%x", (unsigned)caps.flags);
+  int i = 0;
+  for (uint32_t m = 0; m < caps.routing_method_count; ++m) {
+    const fp8moe_routing_method_info* rm = &caps.routing_methods[m];
+    if (!(rm->backends & FP8MOE_BACKEND_MASK_CUDA)) continue;
+    for (uint32_t f = 0; f < caps.quant_format_count; ++f) {
+      const fp8moe_quant_format_info* qf = &caps.quant_formats[f];
+      if (!(qf->backends & FP8MOE_BACKEND_MASK_CUDA)) continue;
+      for (uint32_t a = 0; a < caps.activation_count; ++a, ++i) {
+        const fp8moe_activation_info* ai = &caps.activations[a];
+        if (!(ai->backends & FP8MOE_BACKEND_MASK_CUDA)) continue;
+        if (s->quick && i % 4 != 0) continue;
+        pg_config c;
+        base_config(&c, rm->id, qf->id, i);
+        c.activation = ai->id;
+        c.gate_up_order = (i / 2) % 2 ? FP8MOE_GATE_UP_UP_FIRST : FP8MOE_GATE_UP_GATE_FIRST;
+        c.logits_dtype = *cycle_float(i);
+        c.bias_dtype = *cycle_float(i + 1);
+        c.output_dtype = (i % 3 == 0) ? TEST_BF16 : (i % 3 == 1) ? TEST_F16 : TEST_F32;
+        c.scale_dtype = (i % 7 == 3) ? TEST_BF16 : TEST_F32;
+        c.hidden_dtype = (i % 4 == 1) ? TEST_E4M3 : (i % 4 == 2) ? TEST_F16 : TEST_BF16;
+        c.hidden_scale_transposed = (i % 8 == 5);
+        c.logits_layout = i % 3;
+        c.ids_dtype = (i % 2) ? TEST_I64 : TEST_I32;
+        c.topk_weights_dtype = *cycle_float(i + 2);
+        c.a1_static = (i % 2 == 0);
+        c.a2_static = (i % 4 < 2);
+        if (i % 6 == 2 && rm->id != FP8MOE_ROUTING_LLAMA4) { /* an expert-parallel shard */
+          c.E_local = c.E / 2;
+          c.local_offset = c.E / 4;
+        }
+        if (i % 9 == 7 && c.K == 1 && rm->id != FP8MOE_ROUTING_LLAMA4) {
+          c.flags = FP8MOE_FLAG_WEIGHT_ON_INPUT;
+          c.weight_on_input = 1;
+        }
+        pg_problem p;
+        if (pg_generate(&p, &c) != 0) {
+          CHECK(0, "pg_generate failed");
+          continue;
+        }
+        compare_one(s, &p, "table");
+        pg_free(&p);
+      }
+    }
+  }
+}
+
+/* TESTING.md 8 and 1: exact ties (few distinct logit values, exactly representable in every dtype). */
+static void regression_ties(suite* s) {
+  static const int32_t methods[] = {FP8MOE_ROUTING_DEFAULT, FP8MOE_ROUTING_RENORMALIZE, FP8MOE_ROUTING_DEEPSEEK_V3,
+                                    FP8MOE_ROUTING_LLAMA4, FP8MOE_ROUTING_RENORMALIZE_NAIVE, FP8MOE_ROUTING_TOPK,
+                                    FP8MOE_ROUTING_SIGMOID, FP8MOE_ROUTING_SIGMOID_RENORM, FP8MOE_ROUTING_TOPK_SIGMOID};
+  for (size_t m = 0; m < sizeof methods / sizeof methods[0]; ++m) {
+    for (int d = 0; d < 3; ++d) {
+      if (s->quick && d > 0) continue;
+      pg_config c;
+      base_config(&c, methods[m], FP8MOE_QUANT_FP8_BLOCK128, (int)m);
+      c.logits_dtype = *cycle_float(d);
+      if (methods[m] == FP8MOE_ROUTING_DEEPSEEK_V3) c.uses_bias = 0;
+      pg_problem p;
+      if (pg_generate(&p, &c) != 0) continue;
+      for (int64_t t = 0; t < c.T; ++t)
+        for (int32_t e = 0; e < c.E; ++e)
+          pg_set(p.logits, c.logits_dtype, c.logits_layout == PG_LOGITS_TRANSPOSED ? e * c.T + t : t * c.E + e,
+                 0.25 * (double)((e * 7 + t) % 3) - 0.5);
+      pg_describe(&p);
+      compare_one(s, &p, "ties");
+      pg_free(&p);
+    }
+  }
+}
+
+/* TESTING.md 13: NaN / ±Inf in logits and hidden states behave identically on CPU and GPU. */
+static void regression_nonfinite(suite* s) {
+  static const int32_t methods[] = {FP8MOE_ROUTING_DEFAULT, FP8MOE_ROUTING_RENORMALIZE, FP8MOE_ROUTING_DEEPSEEK_V3,
+                                    FP8MOE_ROUTING_SIGMOID_RENORM, FP8MOE_ROUTING_TOPK};
+  static const int32_t formats[] = {FP8MOE_QUANT_FP8_PER_TENSOR, FP8MOE_QUANT_FP8_BLOCK128,
+                                    FP8MOE_QUANT_FP8_PER_CHANNEL};
+  for (size_t m = 0; m < sizeof methods / sizeof methods[0]; ++m)
+    for (size_t f = 0; f < 3; ++f) {
+      if (s->quick && f != m % 3) continue;
+      pg_config c;
+      base_config(&c, methods[m], formats[f], 0);
+      c.logits_layout = PG_LOGITS_COMPACT;
+      pg_problem p;
+      if (pg_generate(&p, &c) != 0) continue;
+      const int32_t E = c.E;
+      /* token 0: one NaN, one −Inf, one +Inf logit; token 1: all logits NaN but two; token 2: all −Inf */
+      pg_set(p.logits, c.logits_dtype, 0 * E + 3, NAN);
+      pg_set(p.logits, c.logits_dtype, 0 * E + 5, -INFINITY);
+      pg_set(p.logits, c.logits_dtype, 0 * E + 7, INFINITY);
+      for (int32_t e = 2; e < E; ++e) pg_set(p.logits, c.logits_dtype, 1 * E + e, NAN);
+      for (int32_t e = 0; e < E; ++e) pg_set(p.logits, c.logits_dtype, 2 * E + e, -INFINITY);
+      /* token 3: a NaN hidden value; token 4: +Inf; token 5: −Inf */
+      pg_set(p.hidden, c.hidden_dtype, 3 * c.H + 17, NAN);
+      pg_set(p.hidden, c.hidden_dtype, 4 * c.H + 200, INFINITY);
+      pg_set(p.hidden, c.hidden_dtype, 5 * c.H + 1, -INFINITY);
+      pg_describe(&p);
+      compare_one(s, &p, "nonfinite");
+      pg_free(&p);
+    }
+}
+
+/* TESTING.md 11: PRECOMPUTED with an out-of-range id: the GPU skips and counts it; the CPU oracle gets the
+ * same slots as weight-0 in-range ids, which contribute exactly nothing. */
+static void regression_precomputed_range(suite* s) {
+  pg_config c;
+  base_config(&c, FP8MOE_ROUTING_PRECOMPUTED, FP8MOE_QUANT_FP8_BLOCK128, 1);
+  c.ids_dtype = TEST_I64;
+  c.topk_weights_dtype = TEST_BF16;
+  pg_problem p;
+  if (pg_generate(&p, &c) != 0) return;
+  const int64_t bad[3][3] = {{0, 1, -1}, {5, 3, 16}, {9, 0, 1000000}}; /* t, k, id */
+  for (int b = 0; b < 3; ++b) pg_set(p.topk_ids, c.ids_dtype, bad[b][0] * c.K + bad[b][1], (double)bad[b][2]);
+  pg_describe(&p);
+  run_outputs g, cpu;
+  memset(&g, 0, sizeof g);
+  memset(&cpu, 0, sizeof cpu);
+  int32_t word = -1;
+  ++s->checks;
+  if (run_gpu(s, &p, &g, &word) == 0) {
+    CHECK(word == 3, "device_status: got %d; expected 3 skipped ids", (int)word);
+    /* The CPU refuses the out-of-range ids (DATA_ERROR) ... */
+    pg_poison(&p);
+    int32_t st = pg_run(&s->tp, s->cpu, &p);
+    CHECK(st == FP8MOE_STATUS_DATA_ERROR, "CPU with out-of-range ids: status %d; expected DATA_ERROR", (int)st);
+    /* ... and computes the same layer with the slots made inert. */
+    for (int b = 0; b < 3; ++b) {
+      pg_set(p.topk_ids, c.ids_dtype, bad[b][0] * c.K + bad[b][1], 0.0);
+      pg_set(p.topk_weights, c.topk_weights_dtype, bad[b][0] * c.K + bad[b][1], 0.0);
+    }
+    pg_describe(&p);
+    if (run_cpu(s, &p, &cpu) == 0) {
+      free(g.ids);
+      free(cpu.ids);
+      free(g.w);
+      free(cpu.w);
+      g.ids = cpu.ids = NULL;
+      g.w = cpu.w = NULL;
+      compare_result r;
+      CHECK(outputs_compare(&g, &cpu, NULL, c.T, "precomputed out-of-range", &r), "out-of-range ids");
+      printf("%-10s rel_err %.3e  device_status %d\n", "oob-ids", r.rel_err, (int)word);
+    }
+  }
+  outputs_free(&g);
+  outputs_free(&cpu);
+  pg_free(&p);
+}
+
+/* TESTING.md 12: T = 0 is a valid call that writes nothing. */
+static void regression_t0(suite* s) {
+  pg_config c;
+  base_config(&c, FP8MOE_ROUTING_RENORMALIZE, FP8MOE_QUANT_FP8_PER_TENSOR, 0);
+  c.T = 0;
+  pg_problem p;
+  if (pg_generate(&p, &c) != 0) {
+    CHECK(0, "pg_generate T=0");
+    return;
+  }
+  gpu_problem g;
+  ++s->checks;
+  if (gpu_clone(&s->tp, s->gpu, &p.args, &g) == 0) {
+    int32_t st = s->tp.api->run(s->gpu, &g.args);
+    CHECK(st == FP8MOE_STATUS_OK, "T=0 run: status %d", (int)st);
+    CHECK(cudaDeviceSynchronize() == cudaSuccess, "T=0 sync");
+    CHECK(gpu_status_word(&g) == 0x5A5A5A5A, "T=0 wrote device_status");
+    printf("%-10s ok\n", "T=0");
+  }
+  gpu_free(&g);
+  pg_free(&p);
+}
+
+/* TESTING.md 14: the shards of an expert-parallel split sum to the full layer (GPU alone). */
+static void regression_shards(suite* s) {
+  pg_config c;
+  base_config(&c, FP8MOE_ROUTING_DEEPSEEK_V3, FP8MOE_QUANT_FP8_BLOCK128, 2);
+  c.output_dtype = TEST_F32;
+  c.logits_layout = PG_LOGITS_COMPACT; /* the shard copies below assume compact fp32 logits and bf16 hidden */
+  pg_problem full;
+  if (pg_generate(&full, &c) != 0) return;
+  run_outputs f;
+  memset(&f, 0, sizeof f);
+  ++s->checks;
+  if (run_gpu(s, &full, &f, NULL) != 0) {
+    pg_free(&full);
+    return;
+  }
+  double* sum = calloc((size_t)(c.T * c.H), sizeof(double));
+  const int shards = 4;
+  for (int sh = 0; sh < shards && sum; ++sh) {
+    pg_config cs = c;
+    cs.E_local = c.E / shards;
+    cs.local_offset = sh * cs.E_local;
+    pg_problem p;
+    if (pg_generate(&p, &cs) != 0) continue;
+    /* same hidden, logits and bias; this shard's slice of the weights */
+    memcpy(p.hidden, full.hidden, (size_t)(c.T * c.H * 2));
+    memcpy(p.logits, full.logits, (size_t)(c.T * c.E * 4));
+    memcpy(p.bias, full.bias, (size_t)c.E * 4);
+    const size_t w13e = (size_t)(2 * c.I * c.H), w2e = (size_t)(c.H * c.I);
+    const size_t s13 = (size_t)((2 * c.I / 128) * (c.H / 128)) * 4, s2 = (size_t)((c.H / 128) * (c.I / 128)) * 4;
+    memcpy(p.w13, (char*)full.w13 + w13e * (size_t)cs.local_offset, w13e * (size_t)cs.E_local);
+    memcpy(p.w2, (char*)full.w2 + w2e * (size_t)cs.local_offset, w2e * (size_t)cs.E_local);
+    memcpy(p.w13_scale, (char*)full.w13_scale + s13 * (size_t)cs.local_offset, s13 * (size_t)cs.E_local);
+    memcpy(p.w2_scale, (char*)full.w2_scale + s2 * (size_t)cs.local_offset, s2 * (size_t)cs.E_local);
+    pg_describe(&p);
+    run_outputs o;
+    memset(&o, 0, sizeof o);
+    if (run_gpu(s, &p, &o, NULL) == 0)
+      for (int64_t i = 0; i < c.T * c.H; ++i) sum[i] += o.out[i];
+    outputs_free(&o);
+    pg_free(&p);
+  }
+  double d2 = 0, r2 = 0;
+  for (int64_t i = 0; sum && i < c.T * c.H; ++i) {
+    d2 += (sum[i] - f.out[i]) * (sum[i] - f.out[i]);
+    r2 += f.out[i] * f.out[i];
+  }
+  double rel = r2 > 0 ? sqrt(d2 / r2) : 1.0;
+  CHECK(sum && rel <= 1e-5, "expert-parallel shards sum: rel %.3e", rel);
+  printf("%-10s rel_err %.3e (4 shards summed vs full, GPU)\n", "shards", rel);
+  free(sum);
+  outputs_free(&f);
+  pg_free(&full);
+}
+
+/* A captured run replayed from a CUDA graph equals the direct run, bit for bit. */
+static void graph_capture(suite* s) {
+  pg_config c;
+  base_config(&c, FP8MOE_ROUTING_DEEPSEEK_V3, FP8MOE_QUANT_FP8_BLOCK128, 3);
+  c.E = 64;
+  c.K = 6;
+  c.n_group = 8;
+  c.topk_group = 4;
+  pg_problem p;
+  if (pg_generate(&p, &c) != 0) return;
+  ++s->checks;
+  gpu_problem g;
+  cudaStream_t st = NULL;
+  run_outputs direct, replay;
+  memset(&direct, 0, sizeof direct);
+  memset(&replay, 0, sizeof replay);
+  if (gpu_clone(&s->tp, s->gpu, &p.args, &g) == 0 && cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking) == cudaSuccess) {
+    g.args.stream = st;
+    gpu_poison(&g, st);
+    CHECK(s->tp.api->run(s->gpu, &g.args) == FP8MOE_STATUS_OK, "direct run");
+    gpu_fetch(&g);
+    outputs_take(&p.args, &direct);
+    gpu_poison(&g, st);
+    cudaStreamSynchronize(st);
+    cudaGraph_t graph = NULL;
+    cudaGraphExec_t exec = NULL;
+    CHECK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal) == cudaSuccess, "begin capture");
+    int32_t rs = s->tp.api->run(s->gpu, &g.args);
+    cudaError_t ce = cudaStreamEndCapture(st, &graph);
+    CHECK(rs == FP8MOE_STATUS_OK && ce == cudaSuccess, "run under capture: status %d, %s", (int)rs, cudaGetErrorString(ce));
+    size_t nodes = 0;
+    if (graph) cudaGraphGetNodes(graph, NULL, &nodes);
+    CHECK(graph && cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess, "instantiate");
+    for (int rep = 0; rep < 3 && exec; ++rep) {
+      gpu_poison(&g, st);
+      CHECK(cudaGraphLaunch(exec, st) == cudaSuccess, "graph launch");
+    }
+    gpu_fetch(&g);
+    outputs_take(&p.args, &replay);
+    CHECK(direct.out && replay.out && outputs_identical(&direct, &replay), "graph replay differs from the direct run");
+    printf("%-10s %s (%zu graph nodes, 3 replays)\n", "graph", direct.out && replay.out && outputs_identical(&direct, &replay) ? "identical" : "DIFFERENT", nodes);
+    if (exec) cudaGraphExecDestroy(exec);
+    if (graph) cudaGraphDestroy(graph);
+  }
+  if (st) cudaStreamDestroy(st);
+  outputs_free(&direct);
+  outputs_free(&replay);
+  gpu_free(&g);
+  pg_free(&p);
+}
+
+/* Two different problems on two streams of one context, interleaved: each equals its own direct run. */
+static void two_streams(suite* s) {
+  pg_config c1, c2;
+  base_config(&c1, FP8MOE_ROUTING_DEEPSEEK_V3, FP8MOE_QUANT_FP8_BLOCK128, 4);
+  base_config(&c2, FP8MOE_ROUTING_RENORMALIZE, FP8MOE_QUANT_FP8_PER_TENSOR, 5);
+  c2.T = 301;
+  pg_problem p1, p2;
+  if (pg_generate(&p1, &c1) != 0) return;
+  if (pg_generate(&p2, &c2) != 0) {
+    pg_free(&p1);
+    return;
+  }
+  ++s->checks;
+  gpu_problem g1, g2;
+  cudaStream_t s1 = NULL, s2 = NULL;
+  run_outputs d1, d2, r1, r2;
+  memset(&d1, 0, sizeof d1);
+  memset(&d2, 0, sizeof d2);
+  memset(&r1, 0, sizeof r1);
+  memset(&r2, 0, sizeof r2);
+  if (gpu_clone(&s->tp, s->gpu, &p1.args, &g1) == 0 && gpu_clone(&s->tp, s->gpu, &p2.args, &g2) == 0 &&
+      cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking) == cudaSuccess &&
+      cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking) == cudaSuccess) {
+    g1.args.stream = s1;
+    g2.args.stream = s2;
+    gpu_poison(&g1, s1);
+    CHECK(s->tp.api->run(s->gpu, &g1.args) == FP8MOE_STATUS_OK, "run 1");
+    gpu_fetch(&g1);
+    outputs_take(&p1.args, &d1);
+    gpu_poison(&g2, s2);
+    CHECK(s->tp.api->run(s->gpu, &g2.args) == FP8MOE_STATUS_OK, "run 2");
+    gpu_fetch(&g2);
+    outputs_take(&p2.args, &d2);
+    for (int rep = 0; rep < 4; ++rep) {
+      gpu_poison(&g1, s1);
+      gpu_poison(&g2, s2);
+      CHECK(s->tp.api->run(s->gpu, &g1.args) == FP8MOE_STATUS_OK, "concurrent run 1");
+      CHECK(s->tp.api->run(s->gpu, &g2.args) == FP8MOE_STATUS_OK, "concurrent run 2");
+    }
+    gpu_fetch(&g1);
+    gpu_fetch(&g2);
+    outputs_take(&p1.args, &r1);
+    outputs_take(&p2.args, &r2);
+    int ok = d1.out && r1.out && d2.out && r2.out && outputs_identical(&d1, &r1) && outputs_identical(&d2, &r2);
+    CHECK(ok, "two streams: a concurrent run differs from its direct run");
+    printf("%-10s %s\n", "streams", ok ? "identical" : "DIFFERENT");
+  }
+  if (s1) cudaStreamDestroy(s1);
+  if (s2) cudaStreamDestroy(s2);
+  outputs_free(&d1);
+  outputs_free(&d2);
+  outputs_free(&r1);
+  outputs_free(&r2);
+  gpu_free(&g1);
+  gpu_free(&g2);
+  pg_free(&p1);
+  pg_free(&p2);
+}
+
+int main(int argc, char** argv) {
+  suite s;
+  memset(&s, 0, sizeof s);
+  setvbuf(stdout, NULL, _IONBF, 0); /* a crash must not swallow the lines before it */
+  s.quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
+  if (test_plugin_open(NULL, &s.tp) != 0) return 1;
+  fp8moe_backend_info bi;
+  memset(&bi, 0, sizeof bi);
+  bi.struct_size = sizeof bi;
+  bi.backend = FP8MOE_BACKEND_CUDA;
+  if (s.tp.api->backend_info(&bi) != FP8MOE_STATUS_OK || !bi.available) {
+    printf("test_gpu_sweep: skipped: CUDA backend unavailable (%s)\n", bi.reason);
+    test_plugin_close(&s.tp);
+    return TEST_SKIP_CODE;
+  }
+  fp8moe_context_args ca;
+  memset(&ca, 0, sizeof ca);
+  ca.struct_size = sizeof ca;
+  ca.backend = FP8MOE_BACKEND_CPU;
+  int32_t st1 = s.tp.api->context_create(&ca, &s.cpu);
+  ca.backend = FP8MOE_BACKEND_CUDA;
+  int32_t st2 = s.tp.api->context_create(&ca, &s.gpu);
+  CHECK(st1 == FP8MOE_STATUS_OK && st2 == FP8MOE_STATUS_OK, "context_create: cpu %d, cuda %d", (int)st1, (int)st2);
+  if (st1 == FP8MOE_STATUS_OK && st2 == FP8MOE_STATUS_OK) {
+    printf("device: %s\n", bi.device_name);
+    fp8moe_context_info ci;
+    memset(&ci, 0, sizeof ci);
+    ci.struct_size = sizeof ci;
+    ++s.checks;
+    CHECK(s.tp.api->context_info(s.gpu, &ci) == FP8MOE_STATUS_OK && ci.backend == FP8MOE_BACKEND_CUDA &&
+              ci.device_ordinal == 0 && ci.graph_capturable == 1 && ci.sm_count > 0 && ci.compute_capability >= 90,
+          "context_info: backend %d ordinal %d capturable %d sms %d cc %d", (int)ci.backend, (int)ci.device_ordinal,
+          (int)ci.graph_capturable, (int)ci.sm_count, (int)ci.compute_capability);
+    printf("context: %s, %d SMs, cc %d\n", ci.device_name, (int)ci.sm_count, (int)ci.compute_capability);
+    sweep(&s);
+    regression_ties(&s);
+    regression_nonfinite(&s);
+    regression_precomputed_range(&s);
+    regression_t0(&s);
+    regression_shards(&s);
+    graph_capture(&s);
+    two_streams(&s);
+    printf("max rel_err vs CPU: FP8_PER_TENSOR %.3e, FP8_BLOCK128 %.3e, FP8_PER_CHANNEL %.3e\n", s.max_rel[0],
+           s.max_rel[1], s.max_rel[2]);
+  }
+  s.tp.api->context_destroy(s.gpu);
+  s.tp.api->context_destroy(s.cpu);
+  test_plugin_close(&s.tp);
+  return test_finish("test_gpu_sweep", s.checks);
+}

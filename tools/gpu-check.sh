@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# gpu-check.sh — the one script run on a GPU machine: configure and build with the CUDA backend, run the
+# `gpu` CTest label, then compute-sanitizer memcheck and racecheck on the reduced suite (test_gpu_sweep
+# --quick). Logs go to $OUT (default ./gpu-check-out); the last lines printed are the summary.
+#   GPU_CHECK_SANITIZE=0  skip the sanitizer runs      GPU_CHECK_BUILD=dir  build directory
+set -u
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+OUT=${OUT:-$ROOT/gpu-check-out}
+BUILD=${GPU_CHECK_BUILD:-/tmp/fp8moe-gpu-build}
+mkdir -p "$OUT"
+start=$(date +%s)
+{ date -u; nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv; nvcc --version | tail -1; } \
+  > "$OUT/device.txt" 2>&1
+cat "$OUT/device.txt"
+
+targets="fp8moe test_gpu_sweep"
+[ -f "$ROOT/tests/test_gpu_models.c" ] && targets="$targets test_gpu_models"
+if ! { cmake -S "$ROOT" -B "$BUILD" -DFP8MOE_CUDA=ON -DFP8MOE_CUDA_VERBOSE_PTXAS=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo &&
+       cmake --build "$BUILD" -j"$(nproc)" --target $targets; } > "$OUT/build.log" 2>&1; then
+  grep -E "error|Error" "$OUT/build.log" | head -30
+  echo "gpu-check: BUILD FAILED (see build.log)"
+  exit 1
+fi
+echo "build: ok ($(( $(date +%s) - start )) s); NEEDED of the library:"
+readelf -d "$BUILD/src/libfp8moe.so" | grep NEEDED
+
+(cd "$BUILD" && ctest -L gpu --output-on-failure -V) > "$OUT/ctest.log" 2>&1
+ctest_rc=$?
+log() { sed -E 's/^[0-9]+: //' "$OUT/ctest.log"; }
+echo "sweep cases compared: $(log | grep -cE '^(table|ties|nonfinite) ')"
+log | grep -E "^(oob-ids|T=0|shards|graph|streams|model) |max rel_err|CHECK|differs|never written|passed|failed|Skipped|Test +#" | tail -60
+echo "ctest -L gpu: rc $ctest_rc ($(( $(date +%s) - start )) s)"
+
+san_rc=0
+if [ "${GPU_CHECK_SANITIZE:-1}" = 1 ] && ! command -v compute-sanitizer > /dev/null; then
+  echo "compute-sanitizer: not installed"
+  san_rc=1
+elif [ "${GPU_CHECK_SANITIZE:-1}" = 1 ]; then
+  export FP8MOE_LIBRARY="$BUILD/src/libfp8moe.so"
+  for tool in memcheck racecheck; do
+    compute-sanitizer --tool "$tool" --error-exitcode 3 "$BUILD/tests/test_gpu_sweep" --quick > "$OUT/$tool.log" 2>&1
+    rc=$?
+    san_rc=$(( san_rc | rc ))
+    echo "compute-sanitizer $tool: rc $rc; $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$OUT/$tool.log" | tail -1)"
+  done
+fi
+# Per-kernel device time of a few shapes (one metric pass per kernel; clocks left alone).
+if [ "${GPU_CHECK_PROFILE:-1}" = 1 ] && command -v ncu > /dev/null; then
+  export FP8MOE_LIBRARY="$BUILD/src/libfp8moe.so"
+  for shape in "deepseek-v3 1" "qwen3-30b-a3b 64" "mixtral-8x7b 1"; do
+    ncu --clock-control none --print-kernel-base function --metrics gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed \
+      "$BUILD/tests/test_gpu_models" $shape > "$OUT/ncu-part.log" 2>&1
+    echo "ncu $shape (last 9 kernels = the timed run; device time, DRAM throughput % of peak):"
+    awk '/Context [0-9]+, Stream/ {name=$1} /dram__throughput/ {d=$NF} /gpu__time_duration.sum/ {print "   ", name, $NF, $(NF-1), "dram", d "%"}' \
+      "$OUT/ncu-part.log" | tail -9
+    cat "$OUT/ncu-part.log" >> "$OUT/ncu.log"
+    rm -f "$OUT/ncu-part.log"
+  done
+fi
+echo "gpu-check: done in $(( $(date +%s) - start )) s; ctest rc $ctest_rc, sanitizers rc $san_rc"
+[ $ctest_rc -eq 0 ] && [ $san_rc -eq 0 ]
