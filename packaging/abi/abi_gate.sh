@@ -44,8 +44,9 @@ if [[ ! -f "$library" || ! -f "$header" ]]; then
   exit 2
 fi
 if ! readelf -S "$library" | grep -q '\.debug_info'; then
-  echo "error: $library has no DWARF; the ABI gate needs a RelWithDebInfo or Debug build" >&2
-  exit 2
+  # A Release build carries no types to compare: skip (CTest SKIP_RETURN_CODE) rather than pass.
+  echo "skipped: $library has no DWARF; the ABI gate needs a RelWithDebInfo or Debug build" >&2
+  exit 77
 fi
 soname=$(readelf -d "$library" | sed -n 's/.*Library soname: \[\(.*\)\].*/\1/p')
 if [[ -z "$soname" ]]; then
