@@ -12,4 +12,4 @@ echo "== fp8moe-info =="
 ./build/tools/fp8moe-info --library ./build/src/libfp8moe.so.1
 echo
 echo "== example host: one DeepSeek-V3-shaped layer (backend: auto) =="
-./build/examples/fp8moe_example_deepseek --library ./build/src/libfp8moe.so.1 --backend auto
+./build/examples/fp8moe_example_deepseek --backend auto ./build/src/libfp8moe.so.1
