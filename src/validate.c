@@ -235,21 +235,21 @@ static int32_t check_enums(const struct fp8moe_context* ctx, const fp8moe_moe_ar
             "routing_method: unknown routing method; got %d; expected 0..%d (FP8MOE_ROUTING_*)", (int)a->routing_method,
             FP8MOE_ROUTING_PRECOMPUTED);
   RETURN_IF(!(m->backends & mask), err, FP8MOE_STATUS_UNSUPPORTED,
-            "routing_method: not implemented by this backend; got %s; expected a method of the %s backend", m->name,
+            "routing_method: not offered by this backend; got %s; expected a method of the %s backend", m->name,
             ctx->ops->name);
   const fp8moe_quant_format_info* q = fp8moe_contract_quant_format(a->quant_format);
   RETURN_IF(q == NULL, err, FP8MOE_STATUS_INVALID_ARGUMENT,
             "quant_format: unknown quantization format; got %d; expected 0..%d (FP8MOE_QUANT_*)", (int)a->quant_format,
             FP8MOE_QUANT_FP8_PER_CHANNEL);
   RETURN_IF(!(q->backends & mask), err, FP8MOE_STATUS_UNSUPPORTED,
-            "quant_format: not implemented by this backend; got %s; expected a format of the %s backend", q->name,
+            "quant_format: not offered by this backend; got %s; expected a format of the %s backend", q->name,
             ctx->ops->name);
   const fp8moe_activation_info* act = fp8moe_contract_activation(a->activation);
   RETURN_IF(act == NULL, err, FP8MOE_STATUS_INVALID_ARGUMENT,
             "activation: unknown activation; got %d; expected 0..%d (FP8MOE_ACTIVATION_*)", (int)a->activation,
             FP8MOE_ACTIVATION_GEGLU);
   RETURN_IF(!(act->backends & mask), err, FP8MOE_STATUS_UNSUPPORTED,
-            "activation: not implemented by this backend; got %s; expected an activation of the %s backend",
+            "activation: not offered by this backend; got %s; expected an activation of the %s backend",
             act->name, ctx->ops->name);
   RETURN_IF(a->gate_up_order != FP8MOE_GATE_UP_GATE_FIRST && a->gate_up_order != FP8MOE_GATE_UP_UP_FIRST, err,
             FP8MOE_STATUS_INVALID_ARGUMENT,

@@ -235,3 +235,27 @@ int outputs_identical(const run_outputs* a, const run_outputs* b) {
   if (a->w && b->w && memcmp(a->w, b->w, sizeof(float) * (size_t)(a->T * a->K)) != 0) return 0;
   return 1;
 }
+
+int gpu_suite_open(const char* name, test_plugin* tp, fp8moe_context** cpu, fp8moe_context** gpu,
+                   fp8moe_backend_info* bi) {
+  *cpu = NULL;
+  *gpu = NULL;
+  if (test_plugin_open(NULL, tp) != 0) return 1;
+  memset(bi, 0, sizeof *bi);
+  bi->struct_size = sizeof *bi;
+  bi->backend = FP8MOE_BACKEND_CUDA;
+  if (tp->api->backend_info(bi) != FP8MOE_STATUS_OK || !bi->available) {
+    printf("%s: skipped: CUDA backend unavailable (%s)\n", name, bi->reason);
+    test_plugin_close(tp);
+    return TEST_SKIP_CODE;
+  }
+  fp8moe_context_args ca;
+  memset(&ca, 0, sizeof ca);
+  ca.struct_size = sizeof ca;
+  ca.backend = FP8MOE_BACKEND_CPU;
+  int32_t st1 = tp->api->context_create(&ca, cpu);
+  ca.backend = FP8MOE_BACKEND_CUDA;
+  int32_t st2 = tp->api->context_create(&ca, gpu);
+  CHECK(st1 == FP8MOE_STATUS_OK && st2 == FP8MOE_STATUS_OK, "context_create: cpu %d, cuda %d", (int)st1, (int)st2);
+  return 0;
+}

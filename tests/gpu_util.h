@@ -13,6 +13,13 @@
 
 #define GPU_MAX_TENSORS 16
 
+/* Opens the plugin as a host does and creates the two contexts every GPU suite needs: the CPU backend (the
+ * oracle) and the CUDA backend. Returns 0 (a failed context_create is a CHECK failure and leaves that
+ * context NULL), TEST_SKIP_CODE with a line naming the suite when the CUDA backend is unavailable, or 1 when
+ * the library cannot be loaded. bi receives the CUDA backend's description. */
+int gpu_suite_open(const char* name, test_plugin* tp, fp8moe_context** cpu, fp8moe_context** gpu,
+                   fp8moe_backend_info* bi);
+
 typedef struct gpu_problem {
   fp8moe_moe_args args; /* the host args with every tensor replaced by its device copy */
   fp8moe_tensor t[GPU_MAX_TENSORS];

@@ -243,7 +243,7 @@ int main(void) {
         uint32_t mask = caps.routing_methods[mi].backends & caps.quant_formats[fi].backends &
                         caps.activations[ai].backends;
         if (!(mask & FP8MOE_BACKEND_MASK_CPU)) {
-          printf("[ SKIP ] %s/%s/%s: not implemented on the CPU backend (mask 0x%x)\n",
+          printf("[ SKIP ] %s/%s/%s: not offered by the CPU backend (mask 0x%x)\n",
                  caps.routing_methods[mi].name, caps.quant_formats[fi].name, caps.activations[ai].name, mask);
           ++skipped;
           continue;

@@ -429,28 +429,13 @@ int main(int argc, char** argv) {
   suite s;
   memset(&s, 0, sizeof s);
   setvbuf(stdout, NULL, _IONBF, 0);
-  if (test_plugin_open(NULL, &s.tp) != 0) return 1;
   fp8moe_backend_info bi;
-  memset(&bi, 0, sizeof bi);
-  bi.struct_size = sizeof bi;
-  bi.backend = FP8MOE_BACKEND_CUDA;
-  if (s.tp.api->backend_info(&bi) != FP8MOE_STATUS_OK || !bi.available) {
-    printf("test_gpu_models: skipped: CUDA backend unavailable (%s)\n", bi.reason);
-    test_plugin_close(&s.tp);
-    return TEST_SKIP_CODE;
-  }
-  fp8moe_context_args ca;
-  memset(&ca, 0, sizeof ca);
-  ca.struct_size = sizeof ca;
-  ca.backend = FP8MOE_BACKEND_CPU;
-  int32_t st1 = s.tp.api->context_create(&ca, &s.cpu);
-  ca.backend = FP8MOE_BACKEND_CUDA;
-  int32_t st2 = s.tp.api->context_create(&ca, &s.gpu);
-  CHECK(st1 == FP8MOE_STATUS_OK && st2 == FP8MOE_STATUS_OK, "context_create: cpu %d, cuda %d", (int)st1, (int)st2);
+  int open_rc = gpu_suite_open("test_gpu_models", &s.tp, &s.cpu, &s.gpu, &bi);
+  if (open_rc != 0) return open_rc;
   /* optional: one model by name, and one T (for profiling) */
   const char* only = argc > 1 ? argv[1] : NULL;
   const int64_t only_T = argc > 2 ? atoll(argv[2]) : 0;
-  for (size_t i = 0; st1 == FP8MOE_STATUS_OK && st2 == FP8MOE_STATUS_OK && i < sizeof kModels / sizeof kModels[0]; ++i)
+  for (size_t i = 0; s.cpu && s.gpu && i < sizeof kModels / sizeof kModels[0]; ++i)
     if (!only || strcmp(only, kModels[i].name) == 0) run_model(&s, &kModels[i], 77 + i, only_T);
   s.tp.api->context_destroy(s.gpu);
   s.tp.api->context_destroy(s.cpu);

@@ -441,25 +441,10 @@ int main(int argc, char** argv) {
   memset(&s, 0, sizeof s);
   setvbuf(stdout, NULL, _IONBF, 0); /* a crash must not swallow the lines before it */
   s.quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
-  if (test_plugin_open(NULL, &s.tp) != 0) return 1;
   fp8moe_backend_info bi;
-  memset(&bi, 0, sizeof bi);
-  bi.struct_size = sizeof bi;
-  bi.backend = FP8MOE_BACKEND_CUDA;
-  if (s.tp.api->backend_info(&bi) != FP8MOE_STATUS_OK || !bi.available) {
-    printf("test_gpu_sweep: skipped: CUDA backend unavailable (%s)\n", bi.reason);
-    test_plugin_close(&s.tp);
-    return TEST_SKIP_CODE;
-  }
-  fp8moe_context_args ca;
-  memset(&ca, 0, sizeof ca);
-  ca.struct_size = sizeof ca;
-  ca.backend = FP8MOE_BACKEND_CPU;
-  int32_t st1 = s.tp.api->context_create(&ca, &s.cpu);
-  ca.backend = FP8MOE_BACKEND_CUDA;
-  int32_t st2 = s.tp.api->context_create(&ca, &s.gpu);
-  CHECK(st1 == FP8MOE_STATUS_OK && st2 == FP8MOE_STATUS_OK, "context_create: cpu %d, cuda %d", (int)st1, (int)st2);
-  if (st1 == FP8MOE_STATUS_OK && st2 == FP8MOE_STATUS_OK) {
+  int open_rc = gpu_suite_open("test_gpu_sweep", &s.tp, &s.cpu, &s.gpu, &bi);
+  if (open_rc != 0) return open_rc;
+  if (s.cpu && s.gpu) {
     printf("device: %s\n", bi.device_name);
     fp8moe_context_info ci;
     memset(&ci, 0, sizeof ci);
