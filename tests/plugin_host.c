@@ -6,6 +6,7 @@
 #include <string.h>
 
 int test_failures = 0;
+int test_checks_run = 0;
 
 const fp8moe_dtype TEST_F32 = {FP8MOE_DTYPE_FLOAT, 32, 1};
 const fp8moe_dtype TEST_BF16 = {FP8MOE_DTYPE_BFLOAT, 16, 1};

@@ -49,6 +49,14 @@ extern int test_failures;
     }                                                                                                       \
   } while (0)
 
+/* EXPECT counts every check it makes in test_checks_run (for test_finish), then CHECKs it. */
+extern int test_checks_run;
+#define EXPECT(cond, ...)                                                                                   \
+  do {                                                                                                      \
+    ++test_checks_run;                                                                                      \
+    CHECK(cond, __VA_ARGS__);                                                                               \
+  } while (0)
+
 /* Prints "<name>: N passed, M failed" (checks_run counts every check, failed ones included) and returns the
  * process exit code. */
 int test_finish(const char* name, int checks_run);

@@ -12,13 +12,6 @@
 #include "fp8moe.h"
 #include "plugin_host.h"
 
-static int checks_run = 0;
-#define EXPECT(cond, ...)     \
-  do {                        \
-    ++checks_run;             \
-    CHECK(cond, __VA_ARGS__); \
-  } while (0)
-
 #define POISON 0xA5
 #define SLOT_BYTES ((size_t)1 << 20) /* every tensor of this test fits in 1 MiB */
 
@@ -601,5 +594,5 @@ int main(void) {
   for (int i = 0; i < FP8MOE_ARG_COUNT_V1_0; ++i) free(slots[i]);
   free(workspace);
   test_plugin_close(&plugin);
-  return test_finish("test_bad_inputs", checks_run);
+  return test_finish("test_bad_inputs", test_checks_run);
 }

@@ -13,13 +13,6 @@
 #include "fp8moe.h"
 #include "plugin_host.h"
 
-static int checks_run = 0;
-#define EXPECT(cond, ...)     \
-  do {                        \
-    ++checks_run;             \
-    CHECK(cond, __VA_ARGS__); \
-  } while (0)
-
 static const fp8moe_api* api;
 static fp8moe_context* ctx;
 static fp8moe_capabilities caps;
@@ -506,7 +499,7 @@ int main(void) {
   int32_t st = baseline_cpu_context(api, 1, &ctx);
   EXPECT(st == FP8MOE_STATUS_OK && ctx, "CPU context_create: %d", st);
   if (!ctx) {
-    return test_finish("test_contract_sweep", checks_run);
+    return test_finish("test_contract_sweep", test_checks_run);
   }
 
   /* the table with no context describes the CPU backend; the CPU context's table is the same data */
@@ -536,5 +529,5 @@ int main(void) {
 
   api->context_destroy(ctx);
   test_plugin_close(&plugin);
-  return test_finish("test_contract_sweep", checks_run);
+  return test_finish("test_contract_sweep", test_checks_run);
 }

@@ -11,13 +11,6 @@
 #include "fp8moe.h"
 #include "plugin_host.h"
 
-static int checks_run = 0;
-#define EXPECT(cond, ...)     \
-  do {                        \
-    ++checks_run;             \
-    CHECK(cond, __VA_ARGS__); \
-  } while (0)
-
 #define POISON 0xA5
 
 /* ---- the host side: what a real host does with a plugin it did not build ---- */
@@ -399,6 +392,5 @@ int main(int argc, char** argv) {
   check_fake_null_table(FAKE_NULL_TABLE_PATH);
   check_fake_short_table(FAKE_SHORT_TABLE_PATH);
   check_missing_library();
-  printf("test_negotiation: %d passed, %d failed\n", checks_run - test_failures, test_failures);
-  return test_failures ? 1 : 0;
+  return test_finish("test_negotiation", test_checks_run);
 }

@@ -13,13 +13,6 @@
 #include "fp8moe.h"
 #include "plugin_host.h"
 
-static int checks_run = 0;
-#define EXPECT(cond, ...)     \
-  do {                        \
-    ++checks_run;             \
-    CHECK(cond, __VA_ARGS__); \
-  } while (0)
-
 #define POISON 0xA5
 #define END_OF(type, field) (offsetof(type, field) + sizeof(((type*)0)->field))
 
@@ -350,5 +343,5 @@ int main(void) {
   free(workspace);
   free(buf);
   test_plugin_close(&plugin);
-  return test_finish("test_struct_size", checks_run);
+  return test_finish("test_struct_size", test_checks_run);
 }
