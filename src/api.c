@@ -12,10 +12,10 @@
 #include "backend_internal.h"
 #include "contract_internal.h"
 #include "negotiate_internal.h"
+#include "struct_size_internal.h"
 #include "validate_internal.h"
 
 #define WORKSPACE_ALIGNMENT 256
-#define END_OF(type, field) (offsetof(type, field) + sizeof(((type*)0)->field))
 
 typedef struct fp8moe_context fp8moe_context_impl;
 
@@ -61,7 +61,7 @@ static int32_t finish(const fp8moe_context* ctx, call_error* ce, int32_t status)
 static void moe_args_buffer(const fp8moe_moe_args* args, char** buf, size_t* size) {
   *buf = NULL;
   *size = 0;
-  if (args != NULL && args->struct_size >= END_OF(fp8moe_moe_args, error_message_size)) {
+  if (args != NULL && args->struct_size >= FP8MOE_END_OF(fp8moe_moe_args, error_message_size)) {
     *buf = args->error_message;
     *size = args->error_message_size;
   }
@@ -110,7 +110,7 @@ static void api_get_version(uint32_t* major, uint32_t* minor, uint32_t* patch) {
 static const char* api_status_string(int32_t status) { return fp8moe_status_string(status); }
 
 static int32_t api_backend_info(fp8moe_backend_info* info) {
-  if (info == NULL || info->struct_size < END_OF(fp8moe_backend_info, backend)) return FP8MOE_STATUS_INVALID_ARGUMENT;
+  if (info == NULL || info->struct_size < FP8MOE_END_OF(fp8moe_backend_info, backend)) return FP8MOE_STATUS_INVALID_ARGUMENT;
   if (info->backend != FP8MOE_BACKEND_CPU && info->backend != FP8MOE_BACKEND_CUDA)
     return FP8MOE_STATUS_INVALID_ARGUMENT;
   fp8moe_backend_info full;
@@ -187,7 +187,7 @@ static int32_t create_context(const fp8moe_context_args* args, fp8moe_context** 
 static int32_t api_context_create(const fp8moe_context_args* args, fp8moe_context** context) {
   if (context != NULL) *context = NULL;
   call_error ce;
-  int32_t covers_buffer = args != NULL && args->struct_size >= END_OF(fp8moe_context_args, error_message_size);
+  int32_t covers_buffer = args != NULL && args->struct_size >= FP8MOE_END_OF(fp8moe_context_args, error_message_size);
   call_error_init(&ce, covers_buffer ? args->error_message : NULL, covers_buffer ? args->error_message_size : 0);
   return finish(NULL, &ce, create_context(args, context, &ce.err));
 }
@@ -201,7 +201,7 @@ static int32_t api_context_destroy(fp8moe_context* context) {
 }
 
 static int32_t api_context_info(const fp8moe_context* context, fp8moe_context_info* info) {
-  if (context == NULL || info == NULL || info->struct_size < END_OF(fp8moe_context_info, backend))
+  if (context == NULL || info == NULL || info->struct_size < FP8MOE_END_OF(fp8moe_context_info, backend))
     return FP8MOE_STATUS_INVALID_ARGUMENT;
   fp8moe_context_info full;
   memset(&full, 0, sizeof full);
@@ -215,7 +215,7 @@ static int32_t api_context_info(const fp8moe_context* context, fp8moe_context_in
 }
 
 static int32_t api_query_capabilities(const fp8moe_context* context, fp8moe_capabilities* caps) {
-  if (caps == NULL || caps->struct_size < END_OF(fp8moe_capabilities, flags)) return FP8MOE_STATUS_INVALID_ARGUMENT;
+  if (caps == NULL || caps->struct_size < FP8MOE_END_OF(fp8moe_capabilities, flags)) return FP8MOE_STATUS_INVALID_ARGUMENT;
   const fp8moe_backend_ops* ops = context != NULL ? context->ops : &fp8moe_cpu_backend_ops;
   fp8moe_capabilities full;
   memset(&full, 0, sizeof full);

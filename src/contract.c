@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "contract_internal.h"
+#include "struct_size_internal.h"
 
 #define BOTH_BACKENDS (FP8MOE_BACKEND_MASK_CPU | FP8MOE_BACKEND_MASK_CUDA)
 #define COUNT(a) ((uint32_t)(sizeof(a) / sizeof((a)[0])))
@@ -168,7 +169,7 @@ void fp8moe_contract_dtype_list(const fp8moe_argument_info* arg, char* buf, size
   }
 }
 
-#define COVERS(caps, field) ((caps)->struct_size >= offsetof(fp8moe_capabilities, field) + sizeof((caps)->field))
+#define COVERS(caps, field) FP8MOE_COVERS(fp8moe_capabilities, caps, field)
 
 void fp8moe_contract_fill(fp8moe_capabilities* caps) {
   if (COVERS(caps, routing_method_count)) caps->routing_method_count = COUNT(routing_methods);

@@ -8,8 +8,9 @@
 
 #include "error_internal.h"
 #include "negotiate_internal.h"
+#include "struct_size_internal.h"
 
-#define NEGOTIATION_MIN_SIZE (offsetof(fp8moe_negotiation, refusal) + sizeof(int32_t))
+#define NEGOTIATION_MIN_SIZE FP8MOE_END_OF(fp8moe_negotiation, refusal)
 #define NEGOTIATION_OUT_BEGIN offsetof(fp8moe_negotiation, plugin_abi_major)
 
 /* Copies the out fields of full into n as far as n->struct_size reaches, keeping the message terminated. */

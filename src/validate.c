@@ -8,10 +8,11 @@
 #include <string.h>
 
 #include "contract_internal.h"
+#include "struct_size_internal.h"
 #include "validate_internal.h"
 
 /* The args fields up to and including `output` have no default; a struct_size must cover them. */
-#define MOE_ARGS_MIN_SIZE (offsetof(fp8moe_moe_args, output) + sizeof(fp8moe_tensor*))
+#define MOE_ARGS_MIN_SIZE FP8MOE_END_OF(fp8moe_moe_args, output)
 /* No real tensor spans 2^40 elements along one stride; the bound keeps offset arithmetic in int64. */
 #define MAX_STRIDE ((int64_t)1 << 40)
 #define SHAPE_TEXT 96

@@ -6,12 +6,11 @@
 
 #include "cpu_run_internal.h"
 #include "numeric_internal.h"
+#include "struct_size_internal.h"
 
-/* 1 when the struct s of type `type` (struct_size bytes as its caller compiled it) covers field. The API
- * layer hands over full-size structs today; the check keeps a shorter one safe anyway. */
-#define FITS(type, s, field) ((s)->struct_size >= offsetof(type, field) + sizeof((s)->field))
-#define INFO_FITS(field) FITS(fp8moe_backend_info, info, field)
-#define CTX_FITS(field) FITS(fp8moe_context_info, info, field)
+/* The API layer hands over full-size structs today; checking struct_size keeps a shorter one safe anyway. */
+#define INFO_FITS(field) FP8MOE_COVERS(fp8moe_backend_info, info, field)
+#define CTX_FITS(field) FP8MOE_COVERS(fp8moe_context_info, info, field)
 
 static int32_t online_cores(void) {
   long n = sysconf(_SC_NPROCESSORS_ONLN);

@@ -9,8 +9,10 @@
 
 #include "cuda_internal.h"
 #include "kernels_internal.h"
+#include "struct_size_internal.h"
 
-#define FITS(s, field) ((s)->struct_size >= offsetof(__typeof__(*(s)), field) + sizeof((s)->field))
+#define INFO_FITS(field) FP8MOE_COVERS(fp8moe_backend_info, info, field)
+#define CTX_FITS(field) FP8MOE_COVERS(fp8moe_context_info, info, field)
 
 /* Device facts without creating a context or changing the current device. */
 static cudaError_t describe_device(int32_t ordinal, fp8moe_cuda_impl* d) {
@@ -31,13 +33,13 @@ static cudaError_t describe_device(int32_t ordinal, fp8moe_cuda_impl* d) {
 static void cuda_probe(fp8moe_backend_info* info) {
   int n = 0;
   cudaError_t e = cudaGetDeviceCount(&n);
-  if (FITS(info, compiled_in)) info->compiled_in = 1;
-  if (FITS(info, name)) snprintf(info->name, sizeof info->name, "cuda");
-  if (FITS(info, available)) info->available = 0;
-  if (FITS(info, device_count)) info->device_count = e == cudaSuccess ? n : 0;
-  if (FITS(info, reason)) info->reason[0] = '\0';
+  if (INFO_FITS(compiled_in)) info->compiled_in = 1;
+  if (INFO_FITS(name)) snprintf(info->name, sizeof info->name, "cuda");
+  if (INFO_FITS(available)) info->available = 0;
+  if (INFO_FITS(device_count)) info->device_count = e == cudaSuccess ? n : 0;
+  if (INFO_FITS(reason)) info->reason[0] = '\0';
   if (e != cudaSuccess || n == 0) {
-    if (FITS(info, reason))
+    if (INFO_FITS(reason))
       snprintf(info->reason, sizeof info->reason, "no usable CUDA driver or device (%s)",
                e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
     (void)cudaGetLastError(); /* the probe's error must not leak into the host's next cudaGetLastError */
@@ -46,19 +48,19 @@ static void cuda_probe(fp8moe_backend_info* info) {
   fp8moe_cuda_impl d;
   e = describe_device(0, &d);
   if (e != cudaSuccess) {
-    if (FITS(info, reason)) snprintf(info->reason, sizeof info->reason, "device 0: %s", cudaGetErrorString(e));
+    if (INFO_FITS(reason)) snprintf(info->reason, sizeof info->reason, "device 0: %s", cudaGetErrorString(e));
     (void)cudaGetLastError();
     return;
   }
-  if (FITS(info, device_name)) snprintf(info->device_name, sizeof info->device_name, "%s", d.device_name);
+  if (INFO_FITS(device_name)) snprintf(info->device_name, sizeof info->device_name, "%s", d.device_name);
   if (d.compute_capability < FP8MOE_CUDA_MIN_CC) {
-    if (FITS(info, reason))
+    if (INFO_FITS(reason))
       snprintf(info->reason, sizeof info->reason,
                "device 0 (%s) has compute capability %d.%d; the CUDA backend needs 9.0 or newer", d.device_name,
                d.compute_capability / 10, d.compute_capability % 10);
     return;
   }
-  if (FITS(info, available)) info->available = 1;
+  if (INFO_FITS(available)) info->available = 1;
 }
 
 /* Makes the context's device current for one entry; *prev receives what to restore. */
@@ -119,13 +121,13 @@ static void cuda_destroy(struct fp8moe_context* ctx) {
 
 static void cuda_fill_info(const struct fp8moe_context* ctx, fp8moe_context_info* info) {
   const fp8moe_cuda_impl* impl = (const fp8moe_cuda_impl*)ctx->impl;
-  if (FITS(info, backend)) info->backend = FP8MOE_BACKEND_CUDA;
-  if (FITS(info, device_ordinal)) info->device_ordinal = impl->ordinal;
-  if (FITS(info, num_threads)) info->num_threads = 0;
-  if (FITS(info, graph_capturable)) info->graph_capturable = 1;
-  if (FITS(info, sm_count)) info->sm_count = impl->sm_count;
-  if (FITS(info, compute_capability)) info->compute_capability = impl->compute_capability;
-  if (FITS(info, device_name)) snprintf(info->device_name, sizeof info->device_name, "%s", impl->device_name);
+  if (CTX_FITS(backend)) info->backend = FP8MOE_BACKEND_CUDA;
+  if (CTX_FITS(device_ordinal)) info->device_ordinal = impl->ordinal;
+  if (CTX_FITS(num_threads)) info->num_threads = 0;
+  if (CTX_FITS(graph_capturable)) info->graph_capturable = 1;
+  if (CTX_FITS(sm_count)) info->sm_count = impl->sm_count;
+  if (CTX_FITS(compute_capability)) info->compute_capability = impl->compute_capability;
+  if (CTX_FITS(device_name)) snprintf(info->device_name, sizeof info->device_name, "%s", impl->device_name);
 }
 
 static int32_t cuda_accepts_device(const struct fp8moe_context* ctx, int32_t device_type, int32_t device_id) {
