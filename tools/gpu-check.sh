@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # gpu-check.sh — the one script run on a GPU machine: configure and build with the CUDA backend, run the
-# `gpu` CTest label, then compute-sanitizer memcheck and racecheck on the reduced suite (test_gpu_sweep
-# --quick). Logs go to $OUT (default ./gpu-check-out); the last lines printed are the summary.
+# `gpu` CTest label, compute-sanitizer memcheck, racecheck and synccheck on the reduced suite
+# (test_gpu_sweep --quick), then fp8moe-bench (tools/gpu-bench.sh) within a time budget, so every GPU run
+# leaves a comparable table. Logs go to $OUT (default ./gpu-check-out); the last lines are the summary.
 #   GPU_CHECK_SANITIZE=0  skip the sanitizer runs      GPU_CHECK_BUILD=dir  build directory
+#   GPU_CHECK_PROFILE=0   skip the ncu pass            GPU_CHECK_BENCH=0    skip the benchmark
+#   BENCH_BUDGET_S / BENCH_ARGS                        passed to tools/gpu-bench.sh
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${OUT:-$ROOT/gpu-check-out}
@@ -13,7 +16,7 @@ start=$(date +%s)
   > "$OUT/device.txt" 2>&1
 cat "$OUT/device.txt"
 
-targets="fp8moe test_gpu_sweep"
+targets="fp8moe fp8moe-bench test_gpu_sweep"
 [ -f "$ROOT/tests/test_gpu_models.c" ] && targets="$targets test_gpu_models"
 if ! { cmake -S "$ROOT" -B "$BUILD" -DFP8MOE_CUDA=ON -DFP8MOE_CUDA_VERBOSE_PTXAS=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo &&
        cmake --build "$BUILD" -j"$(nproc)" --target $targets; } > "$OUT/build.log" 2>&1; then
@@ -37,11 +40,11 @@ if [ "${GPU_CHECK_SANITIZE:-1}" = 1 ] && ! command -v compute-sanitizer > /dev/n
   san_rc=1
 elif [ "${GPU_CHECK_SANITIZE:-1}" = 1 ]; then
   export FP8MOE_LIBRARY="$BUILD/src/libfp8moe.so"
-  for tool in memcheck racecheck; do
+  for tool in memcheck racecheck synccheck; do
     compute-sanitizer --tool "$tool" --error-exitcode 3 "$BUILD/tests/test_gpu_sweep" --quick > "$OUT/$tool.log" 2>&1
     rc=$?
     san_rc=$(( san_rc | rc ))
-    echo "compute-sanitizer $tool: rc $rc; $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$OUT/$tool.log" | tail -1)"
+    echo "compute-sanitizer $tool: rc $rc; $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY|SYNCCHECK SUMMARY" "$OUT/$tool.log" | tail -1)"
   done
 fi
 # Per-kernel device time of a few shapes (one metric pass per kernel; clocks left alone).
@@ -57,5 +60,10 @@ if [ "${GPU_CHECK_PROFILE:-1}" = 1 ] && command -v ncu > /dev/null; then
     rm -f "$OUT/ncu-part.log"
   done
 fi
-echo "gpu-check: done in $(( $(date +%s) - start )) s; ctest rc $ctest_rc, sanitizers rc $san_rc"
-[ $ctest_rc -eq 0 ] && [ $san_rc -eq 0 ]
+bench_rc=0
+if [ "${GPU_CHECK_BENCH:-1}" = 1 ]; then
+  GPU_CHECK_BUILD="$BUILD" OUT="$OUT" bash "$ROOT/tools/gpu-bench.sh"
+  bench_rc=$?
+fi
+echo "gpu-check: done in $(( $(date +%s) - start )) s; ctest rc $ctest_rc, sanitizers rc $san_rc, bench rc $bench_rc"
+[ $ctest_rc -eq 0 ] && [ $san_rc -eq 0 ] && [ $bench_rc -eq 0 ]

@@ -1,0 +1,62 @@
+/* bench_gpu.h — the device side of fp8moe-bench: its own kernels (bench_kernels.cu), the rooflines
+ * (bench_roofline.c: streaming read, copy, cuBLASLt FP8 GEMMs loaded lazily), and timing CUDA-graph
+ * replays with the L2 flushed between them (bench_graph.c). */
+#ifndef FP8MOE_BENCH_GPU_H
+#define FP8MOE_BENCH_GPU_H
+
+#include <cuda_runtime_api.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bench_report.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- bench_kernels.cu ---- */
+/* Reads bytes (a multiple of 16) at p with 16-byte loads; folds them into *sink so nothing is elided. */
+int bench_launch_read(const void* p, size_t bytes, unsigned long long* sink, int blocks, cudaStream_t s);
+/* Random e4m3 codes (never NaN) at p. */
+int bench_launch_fill_e4m3(void* p, size_t n, uint64_t seed, cudaStream_t s);
+/* n floats of value v. */
+int bench_launch_fill_f32(float* p, size_t n, float v, cudaStream_t s);
+
+/* ---- bench_roofline.c ---- */
+/* Measures read and copy bandwidth and the cuBLASLt FP8 rates (8192³ and each selected case's GEMM1
+ * shape). Returns 0, or -1 with err set on a device error (a missing cuBLASLt is a note, not an error). */
+int bench_measure_rooflines(bench_rooflines* r, uint32_t case_mask, char* err, size_t err_size);
+/* docs/PERFORMANCE.md's readings, for --no-rooflines. */
+void bench_default_rooflines(bench_rooflines* r);
+
+/* ---- bench_graph.c ---- */
+typedef struct bench_timer {
+  cudaStream_t stream;
+  void* flush;          /* device buffer memset between replays */
+  size_t flush_bytes;
+  cudaEvent_t* ev;      /* 2 per replay */
+  int max_replays;
+} bench_timer;
+
+int bench_timer_init(bench_timer* t, size_t flush_bytes, int max_replays);
+void bench_timer_free(bench_timer* t);
+/* Replays exec `warmup` times, then `n` times with an L2 flush before each; us[i] = event time of replay i. */
+int bench_time_graph(bench_timer* t, cudaGraphExec_t exec, int warmup, int n, double* us);
+
+/* The kernel nodes of a captured single-stream graph in launch order, with their names. */
+#define BENCH_MAX_NODES 32
+typedef struct bench_chain {
+  int n;
+  cudaGraphNode_t node[BENCH_MAX_NODES]; /* every node of the chain (memsets too) */
+  char name[BENCH_MAX_NODES][48];        /* kernel name, or "memset"/"other" */
+} bench_chain;
+/* Returns 0 when g is a single chain of at most BENCH_MAX_NODES nodes. */
+int bench_chain_of(cudaGraph_t g, bench_chain* c);
+/* Instantiates a copy of g holding only the first `keep` nodes of its chain. */
+int bench_prefix_exec(cudaGraph_t g, const bench_chain* c, int keep, cudaGraphExec_t* exec);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FP8MOE_BENCH_GPU_H */

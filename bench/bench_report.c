@@ -1,0 +1,188 @@
+/* bench_report.c — see bench_report.h. */
+#define _POSIX_C_SOURCE 200809L
+#include "bench_report.h"
+
+#include <math.h>
+#include <string.h>
+
+double bench_peak_flops(const bench_rooflines* r, int ci) {
+  const bench_case* c = bench_case_at((size_t)ci);
+  const bench_gemm_rate* own = &r->per_case[ci];
+  const int block = c && c->format == FP8MOE_QUANT_FP8_BLOCK128;
+  double t = block ? own->block_tflops : own->tensor_tflops;
+  if (t <= 0) t = block ? r->dense.block_tflops : r->dense.tensor_tflops;
+  if (t <= 0) t = r->dense.tensor_tflops;
+  return t > 0 ? t * 1e12 : 0.0;
+}
+
+static const char* status_name(int s) {
+  static const char* const k[] = {"ok", "check-failed", "error", "skipped"};
+  return s >= 0 && s < 4 ? k[s] : "?";
+}
+
+static void fmt_us(char* b, size_t n, double us) {
+  if (us < 0) snprintf(b, n, "–");
+  else if (us >= 1000) snprintf(b, n, "%.0f", us);
+  else snprintf(b, n, "%.1f", us);
+}
+
+void bench_write_rooflines_markdown(FILE* f, const bench_run* run) {
+  const bench_rooflines* r = &run->roof;
+  fprintf(f, "| ceiling | reading |\n|---|---|\n");
+  fprintf(f, "| HBM streaming read (own kernel, %.1f GiB) | %.0f GB/s%s |\n", r->read_bytes / 1073741824.0, r->read_gbs,
+          r->measured ? "" : " (default, not measured)");
+  fprintf(f, "| device-to-device copy (read + write) | %.0f GB/s |\n", r->copy_gbs);
+  fprintf(f, "| cuBLASLt FP8 8192³, per-tensor | %.0f TFLOP/s |\n", r->dense.tensor_tflops);
+  fprintf(f, "| cuBLASLt FP8 8192³, 1×128 · 128×128 blocks | %.0f TFLOP/s |\n", r->dense.block_tflops);
+  for (size_t i = 0; i < bench_case_count(); ++i) {
+    const bench_gemm_rate* g = &r->per_case[i];
+    if (g->m == 0) continue;
+    const bench_case* c = bench_case_at(i);
+    fprintf(f, "| cuBLASLt FP8 %s GEMM1 (%lld×%lld×%lld), %s | %.0f TFLOP/s |\n", c->model->name, (long long)g->m,
+            (long long)g->n, (long long)g->k, bench_format_short(c->format),
+            c->format == FP8MOE_QUANT_FP8_BLOCK128 ? g->block_tflops : g->tensor_tflops);
+  }
+  if (r->gemm_note[0]) fprintf(f, "\nNote: %s\n", r->gemm_note);
+}
+
+void bench_write_markdown(FILE* f, const bench_run* run) {
+  fprintf(f, "| shape | format | routing | T | µs median | p90 | route+perm µs | TFLOP/s | weight GB/s | experts hit "
+             "| floor µs | bound | fraction of roofline | peer µs | peer/ours | rel err | status |\n");
+  fprintf(f, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+  for (int i = 0; i < run->n_points; ++i) {
+    const bench_point* p = &run->points[i];
+    const bench_case* c = bench_case_at((size_t)p->case_index);
+    char med[32], p90[32], rt[32], fl[32], peer[32];
+    fmt_us(med, sizeof med, p->n_replays ? p->median_us : -1);
+    fmt_us(p90, sizeof p90, p->n_replays ? p->p90_us : -1);
+    fmt_us(rt, sizeof rt, p->route_us);
+    fmt_us(fl, sizeof fl, p->n_replays ? p->floor.floor_s * 1e6 : -1);
+    fmt_us(peer, sizeof peer, p->peer_us);
+    char ratio[32] = "–";
+    if (p->peer_us > 0 && p->n_replays) snprintf(ratio, sizeof ratio, "%.2f", p->peer_us / p->median_us);
+    fprintf(f, "| %s | %s | %s | %lld | %s | %s | %s | %.1f | %.0f | %d | %s | %s | %.2f | %s | %s | %.1e | %s%s%s |\n",
+            c->model->name, bench_format_short(c->format), bench_routing_name(p->routing), (long long)p->T, med, p90,
+            rt, p->tflops, p->weight_gbs, (int)p->experts_hit, fl,
+            p->n_replays ? (p->floor.compute_bound ? "compute" : "memory") : "–", p->fraction, peer, ratio, p->rel_err,
+            status_name(p->status), p->note[0] ? ": " : "", p->note);
+  }
+}
+
+/* ---- JSON ---- */
+static void jstr(FILE* f, const char* s) {
+  fputc('"', f);
+  for (const unsigned char* p = (const unsigned char*)s; *p; ++p) {
+    if (*p == '"' || *p == '\\') fprintf(f, "\\%c", *p);
+    else if (*p < 0x20) fprintf(f, "\\u%04x", *p);
+    else fputc(*p, f);
+  }
+  fputc('"', f);
+}
+
+/* JSON has no NaN/Inf: those become null. */
+static void jnum(FILE* f, double v) {
+  if (isfinite(v)) fprintf(f, "%.9g", v);
+  else fputs("null", f);
+}
+
+static void jkey(FILE* f, const char* k) {
+  jstr(f, k);
+  fputc(':', f);
+}
+
+static void jgemm(FILE* f, const bench_gemm_rate* g) {
+  fprintf(f, "{\"m\":%lld,\"n\":%lld,\"k\":%lld,\"tensor_tflops\":", (long long)g->m, (long long)g->n, (long long)g->k);
+  jnum(f, g->tensor_tflops);
+  fputs(",\"block_tflops\":", f);
+  jnum(f, g->block_tflops);
+  fputc('}', f);
+}
+
+int bench_write_json(FILE* f, const bench_run* run) {
+  fputc('{', f);
+  jkey(f, "schema"), jstr(f, BENCH_JSON_SCHEMA), fputc(',', f);
+  jkey(f, "date"), jstr(f, run->date), fputc(',', f);
+  jkey(f, "commit"), jstr(f, run->commit), fputc(',', f);
+  jkey(f, "command"), jstr(f, run->command), fputc(',', f);
+  jkey(f, "elapsed_s"), jnum(f, run->elapsed_s), fputc(',', f);
+  fputs("\"gpu\":{", f);
+  jkey(f, "name"), jstr(f, run->gpu), fputc(',', f);
+  jkey(f, "driver"), jstr(f, run->driver), fputc(',', f);
+  jkey(f, "clocks"), jstr(f, run->clocks), fputc(',', f);
+  fprintf(f, "\"sm_count\":%d,\"l2_mib\":", run->sm_count);
+  jnum(f, run->l2_mib);
+  fputs("},\"rooflines\":{", f);
+  const bench_rooflines* r = &run->roof;
+  fprintf(f, "\"measured\":%s,\"read_gbs\":", r->measured ? "true" : "false");
+  jnum(f, r->read_gbs);
+  fputs(",\"read_bytes\":", f);
+  jnum(f, r->read_bytes);
+  fputs(",\"copy_gbs\":", f);
+  jnum(f, r->copy_gbs);
+  fputs(",\"dense_8192\":", f);
+  jgemm(f, &r->dense);
+  fputs(",\"gemm_note\":", f);
+  jstr(f, r->gemm_note);
+  fputs(",\"gemm1\":[", f);
+  int first = 1;
+  for (size_t i = 0; i < bench_case_count(); ++i) {
+    if (r->per_case[i].m == 0) continue;
+    if (!first) fputc(',', f);
+    first = 0;
+    fputs("{\"shape\":", f);
+    jstr(f, bench_case_at(i)->model->name);
+    fputs(",\"format\":", f);
+    jstr(f, bench_format_name(bench_case_at(i)->format));
+    fputs(",\"rate\":", f);
+    jgemm(f, &r->per_case[i]);
+    fputc('}', f);
+  }
+  fputs("]},\"points\":[", f);
+  for (int i = 0; i < run->n_points; ++i) {
+    const bench_point* p = &run->points[i];
+    const bench_case* c = bench_case_at((size_t)p->case_index);
+    if (i) fputc(',', f);
+    fputc('{', f);
+    jkey(f, "shape"), jstr(f, c->model->name), fputc(',', f);
+    jkey(f, "format"), jstr(f, bench_format_name(c->format)), fputc(',', f);
+    jkey(f, "routing"), jstr(f, bench_routing_name(p->routing)), fputc(',', f);
+    fprintf(f, "\"T\":%lld,\"E\":%d,\"K\":%d,\"H\":%lld,\"I\":%lld,", (long long)p->T, (int)c->model->E,
+            (int)c->model->K, (long long)c->model->H, (long long)c->model->I);
+    jkey(f, "status"), jstr(f, status_name(p->status)), fputc(',', f);
+    jkey(f, "note"), jstr(f, p->note), fputc(',', f);
+    const struct { const char* k; double v; } nums[] = {
+        {"median_us", p->median_us},         {"p90_us", p->p90_us},
+        {"route_permute_us", p->route_us},   {"tflops", p->tflops},
+        {"weight_gbs", p->weight_gbs},       {"weight_bytes", p->floor.weight_bytes},
+        {"bytes", p->floor.bytes},           {"flops", p->floor.flops},
+        {"memory_floor_us", p->floor.memory_s * 1e6}, {"compute_floor_us", p->floor.compute_s * 1e6},
+        {"floor_us", p->floor.floor_s * 1e6}, {"fraction_of_roofline", p->fraction},
+        {"peer_us", p->peer_us},             {"rel_err", p->rel_err},
+    };
+    for (size_t k = 0; k < sizeof nums / sizeof nums[0]; ++k) {
+      jkey(f, nums[k].k);
+      jnum(f, nums[k].v);
+      fputc(',', f);
+    }
+    fprintf(f, "\"bound\":\"%s\",\"experts_hit\":%d,\"slots\":%lld,\"check_tokens\":%d,\"ids_mismatch\":%lld,",
+            p->floor.compute_bound ? "compute" : "memory", (int)p->experts_hit, (long long)p->slots, p->check_tokens,
+            (long long)p->ids_mismatch);
+    fputs("\"replay_us\":[", f);
+    for (int k = 0; k < p->n_replays; ++k) {
+      if (k) fputc(',', f);
+      jnum(f, p->replay_us[k]);
+    }
+    fputs("],\"stages\":[", f);
+    for (int k = 0; k < p->n_stages; ++k) {
+      if (k) fputc(',', f);
+      fputs("{\"name\":", f);
+      jstr(f, p->stage_name[k]);
+      fputs(",\"us\":", f);
+      jnum(f, p->stage_us[k]);
+      fputc('}', f);
+    }
+    fputs("]}", f);
+  }
+  fputs("]}\n", f);
+  return ferror(f) ? -1 : 0;
+}

@@ -1,0 +1,154 @@
+#!/usr/bin/env python3
+"""fp8moe-bench reports (docs/PERFORMANCE.md): check a JSON report against the schema, draw the roofline
+chart, or print its Markdown table again.
+
+  bench_report.py validate REPORT.json        exit 1 and name the field when the report is malformed
+  bench_report.py plot REPORT.json OUT.png    fraction of roofline vs T, one line per shape (matplotlib)
+  bench_report.py selftest REPORT.json        validate, then prove the validator rejects broken copies
+"""
+import copy
+import json
+import sys
+
+SCHEMA = "fp8moe-bench/1"
+NUM = (int, float)
+OPT_NUM = (int, float, type(None))  # JSON has no NaN: unmeasured numbers are null
+
+TOP = {"schema": str, "date": str, "commit": str, "command": str, "elapsed_s": OPT_NUM, "gpu": dict,
+       "rooflines": dict, "points": list}
+GPU = {"name": str, "driver": str, "clocks": str, "sm_count": int, "l2_mib": OPT_NUM}
+ROOF = {"measured": bool, "read_gbs": OPT_NUM, "read_bytes": OPT_NUM, "copy_gbs": OPT_NUM, "dense_8192": dict,
+        "gemm_note": str, "gemm1": list}
+GEMM = {"m": int, "n": int, "k": int, "tensor_tflops": OPT_NUM, "block_tflops": OPT_NUM}
+POINT = {"shape": str, "format": str, "routing": str, "T": int, "E": int, "K": int, "H": int, "I": int,
+         "status": str, "note": str, "median_us": OPT_NUM, "p90_us": OPT_NUM, "route_permute_us": OPT_NUM,
+         "tflops": OPT_NUM, "weight_gbs": OPT_NUM, "weight_bytes": OPT_NUM, "bytes": OPT_NUM, "flops": OPT_NUM,
+         "memory_floor_us": OPT_NUM, "compute_floor_us": OPT_NUM, "floor_us": OPT_NUM,
+         "fraction_of_roofline": OPT_NUM, "peer_us": OPT_NUM, "rel_err": OPT_NUM, "bound": str,
+         "experts_hit": int, "slots": int, "check_tokens": int, "ids_mismatch": int, "replay_us": list,
+         "stages": list}
+STATUSES = {"ok", "check-failed", "error", "skipped"}
+
+
+class SchemaError(Exception):
+    pass
+
+
+def check_fields(obj, spec, where):
+    if not isinstance(obj, dict):
+        raise SchemaError(f"{where}: expected an object")
+    for key, kind in spec.items():
+        if key not in obj:
+            raise SchemaError(f"{where}.{key}: missing")
+        value = obj[key]
+        if isinstance(value, bool) and kind is not bool and bool not in (kind if isinstance(kind, tuple) else (kind,)):
+            raise SchemaError(f"{where}.{key}: boolean where a number is expected")
+        if not isinstance(value, kind):
+            raise SchemaError(f"{where}.{key}: {type(value).__name__} is not {kind}")
+
+
+def validate(doc):
+    check_fields(doc, TOP, "report")
+    if doc["schema"] != SCHEMA:
+        raise SchemaError(f"report.schema: {doc['schema']!r}, expected {SCHEMA!r}")
+    check_fields(doc["gpu"], GPU, "gpu")
+    check_fields(doc["rooflines"], ROOF, "rooflines")
+    check_fields(doc["rooflines"]["dense_8192"], GEMM, "rooflines.dense_8192")
+    for i, g in enumerate(doc["rooflines"]["gemm1"]):
+        check_fields(g, {"shape": str, "format": str, "rate": dict}, f"rooflines.gemm1[{i}]")
+        check_fields(g["rate"], GEMM, f"rooflines.gemm1[{i}].rate")
+    for i, p in enumerate(doc["points"]):
+        where = f"points[{i}]"
+        check_fields(p, POINT, where)
+        if p["status"] not in STATUSES:
+            raise SchemaError(f"{where}.status: {p['status']!r}")
+        if p["status"] == "ok":
+            if not p["replay_us"] or not all(isinstance(x, NUM) and x > 0 for x in p["replay_us"]):
+                raise SchemaError(f"{where}.replay_us: an ok point needs positive replay times")
+            if not isinstance(p["median_us"], NUM) or p["median_us"] <= 0:
+                raise SchemaError(f"{where}.median_us: an ok point needs a positive median")
+        for j, s in enumerate(p["stages"]):
+            check_fields(s, {"name": str, "us": OPT_NUM}, f"{where}.stages[{j}]")
+
+
+def load(path):
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def plot(doc, out):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    routings = sorted({p["routing"] for p in doc["points"]})
+    fig, axes = plt.subplots(1, len(routings), figsize=(7 * len(routings), 5), squeeze=False)
+    for ax, routing in zip(axes[0], routings):
+        series = {}
+        for p in doc["points"]:
+            if p["routing"] == routing and p["status"] == "ok" and p["fraction_of_roofline"] is not None:
+                series.setdefault(f"{p['shape']} {p['format']}", []).append((p["T"], p["fraction_of_roofline"]))
+        for label, pts in sorted(series.items()):
+            pts.sort()
+            ax.plot([t for t, _ in pts], [f for _, f in pts], marker="o", label=label)
+        ax.set_xscale("log", base=2)
+        ax.set_ylim(0, 1.05)
+        ax.axhline(1.0, color="grey", linewidth=0.8)
+        ax.set_xlabel("tokens T")
+        ax.set_ylabel("fraction of roofline (floor / median time)")
+        ax.set_title(f"{routing} routing")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.suptitle(f"fp8moe-bench {doc['commit']} on {doc['gpu']['name']}, {doc['date']}")
+    fig.tight_layout()
+    fig.savefig(out, dpi=120)
+
+
+def selftest(path):
+    doc = load(path)
+    validate(doc)
+    broken = []
+    d = copy.deepcopy(doc); d["schema"] = "other/9"; broken.append(("schema tag", d))
+    d = copy.deepcopy(doc); del d["points"][0]["median_us"]; broken.append(("missing field", d))
+    d = copy.deepcopy(doc); d["points"][0]["T"] = "1"; broken.append(("string for int", d))
+    d = copy.deepcopy(doc); d["points"][0]["replay_us"] = []; broken.append(("ok point without replays", d))
+    d = copy.deepcopy(doc); d["points"][0]["status"] = "great"; broken.append(("unknown status", d))
+    d = copy.deepcopy(doc); d["rooflines"]["measured"] = 1; broken.append(("number for bool", d))
+    failures = 0
+    for what, d in broken:
+        try:
+            validate(d)
+            print(f"selftest: the validator accepted a report with a broken {what}", file=sys.stderr)
+            failures += 1
+        except SchemaError:
+            pass
+    print(f"bench_report selftest: {1 + len(broken) - failures} passed, {failures} failed")
+    return 1 if failures else 0
+
+
+def main(argv):
+    if len(argv) < 3 or argv[1] not in ("validate", "plot", "selftest"):
+        print(__doc__, file=sys.stderr)
+        return 2
+    if argv[1] == "selftest":
+        return selftest(argv[2])
+    doc = load(argv[2])
+    try:
+        validate(doc)
+    except SchemaError as e:
+        print(f"{argv[2]}: {e}", file=sys.stderr)
+        return 1
+    if argv[1] == "plot":
+        if len(argv) < 4:
+            print(__doc__, file=sys.stderr)
+            return 2
+        plot(doc, argv[3])
+        print(f"wrote {argv[3]}")
+    else:
+        print(f"{argv[2]}: valid {SCHEMA} report, {len(doc['points'])} points")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
