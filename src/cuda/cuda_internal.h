@@ -50,6 +50,9 @@ typedef struct fp8moe_cuda_layout {
 
 void fp8moe_cuda_layout_make(const fp8moe_problem* p, fp8moe_cuda_layout* l);
 
+/* 1 when the grouped GEMMs of this call run as the decode kernels (kernels/gemm_decode.cu), else 0. */
+int fp8moe_cuda_use_decode_gemm(const fp8moe_problem* p, const fp8moe_cuda_layout* l);
+
 /* Enqueues the whole pipeline for a validated problem with T > 0 on p->stream (the caller has made the
  * context's device current). Never synchronizes, never allocates. */
 int32_t fp8moe_cuda_enqueue(const fp8moe_cuda_impl* impl, const fp8moe_problem* p, fp8moe_err* err);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cuda_internal.h"
+#include "gemm_decode.h"
 #include "kernels_internal.h"
 
 static fp8moe_kref kref_of(const fp8moe_view* v) {
@@ -196,7 +197,9 @@ static int32_t experts(const fp8moe_cuda_impl* impl, const fp8moe_problem* p, co
     g->a2s = per_row ? (float*)(ws + l->a2s) : (float*)(words + FP8MOE_CUDA_S_A2_SCALE);
     g2.a2_scale = kref_f32(g->a2s, per_row ? 1 : 0, 0);
   }
-  FORWARD_IF_ERROR(check(fp8moe_launch_gemm1(g, s), "GEMM1", err));
+  const int decode = fp8moe_cuda_use_decode_gemm(p, l);
+  if (decode) g->max_ctas = impl->sm_count * FP8MOE_DECODE_CTAS_PER_SM;
+  FORWARD_IF_ERROR(check(decode ? fp8moe_launch_gemm1_decode(g, s) : fp8moe_launch_gemm1(g, s), "GEMM1", err));
   if (g->requant == FP8MOE_REQ_DEFERRED_ROW || g->requant == FP8MOE_REQ_DEFERRED_TENSOR) {
     fp8moe_quantize_rows_args q;
     memset(&q, 0, sizeof q);
@@ -224,9 +227,10 @@ static int32_t experts(const fp8moe_cuda_impl* impl, const fp8moe_problem* p, co
   g2.scale_mode = g->scale_mode;
   g2.max_tiles = g->max_tiles;
   g2.tile_m = g->tile_m;
-  g2.max_ctas = impl->sm_count * FP8MOE_GEMM2_CTAS_PER_SM;
+  g2.max_ctas = impl->sm_count * (decode ? FP8MOE_DECODE_CTAS_PER_SM : FP8MOE_GEMM2_CTAS_PER_SM);
   g2.y = (float*)(ws + l->y);
-  return check(fp8moe_launch_gemm2(&g2, s), "GEMM2", err);
+  return check(decode ? fp8moe_launch_gemm2_decode(&g2, g->sorted_slots, s) : fp8moe_launch_gemm2(&g2, s), "GEMM2",
+               err);
 }
 
 static int32_t combine(const fp8moe_problem* p, const fp8moe_cuda_layout* l, char* ws, cudaStream_t s,
