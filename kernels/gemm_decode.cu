@@ -60,6 +60,25 @@ __device__ __forceinline__ uint4 ld_act(const uint8_t* row, int64_t k) {
   return row ? __ldg(reinterpret_cast<const uint4*>(row + k)) : make_uint4(0u, 0u, 0u, 0u);
 }
 
+/* Programmatic dependent launch (docs/GPU.md): the kernels are launched with programmatic stream
+ * serialization, so they may start while the previous kernel drains; wait_prior blocks until that kernel
+ * has completed and its writes are visible (a no-op for an ordinary launch); allow_next lets the next
+ * PDL-launched kernel start its own prologue. */
+__device__ __forceinline__ void wait_prior() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void allow_next() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void prefetch_l2(const void* p) {
+  asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p));
+}
+
 template <int I>
 __device__ __forceinline__ uint32_t word(const uint4& v) {
   return I == 0 ? v.x : I == 1 ? v.y : I == 2 ? v.z : v.w;
@@ -304,6 +323,8 @@ __global__ void __cluster_dims__(kCluster, 1, 1) __launch_bounds__(kDecThreads, 
     gemm1_decode_kernel(fp8moe_gemm1_args a) {
   __shared__ Smem1 sm;
   cg::cluster_group cl = cg::this_cluster();
+  wait_prior(); /* x, its scales and the expert-sorted rows come from the kernels before */
+  allow_next(); /* GEMM2 may start prefetching its weights as CTAs here retire */
   const int32_t tiles = *a.num_tiles;
   const int64_t items = static_cast<int64_t>(tiles) * (a.I / FP8MOE_GEMM_TILE_N);
   const int64_t clusters = gridDim.x / kCluster;
@@ -387,8 +408,23 @@ template <int SCALE>
 __global__ void __launch_bounds__(kDecThreads, FP8MOE_DECODE_CTAS_PER_SM)
     gemm2_decode_kernel(fp8moe_gemm2_args a, const int32_t* sorted_slots) {
   __shared__ Smem2 sm;
+  /* Before waiting for GEMM1: the tile list (permute.cu, complete before GEMM1 could let this grid start)
+   * and the weights are already final, so each warp prefetches into L2 the weight bytes of its first K step
+   * of its first item, overlapping GEMM1's tail. */
   const int32_t tiles = *a.num_tiles;
   const int64_t items = static_cast<int64_t>(tiles) * (a.H / kCols2);
+  if (blockIdx.x < items) {
+    const int tile = static_cast<int>(blockIdx.x % tiles);
+    const int64_t n0 = static_cast<int64_t>(blockIdx.x / tiles) * kCols2;
+    const uint8_t* we = a.w + static_cast<int64_t>(a.tile_expert[tile]) * a.w_stride_e;
+    const int kb0 = warp_kb0(a.I / kBlockK), kb1 = warp_kb1(a.I / kBlockK);
+    const int lines = (kb1 - kb0 < 2 ? kb1 - kb0 : 2) * (kBlockK / 128); /* 128-byte lines per weight row */
+    const int lane = threadIdx.x % 32;
+    for (int i = lane; i < kCols2 * lines; i += 32)
+      prefetch_l2(we + (n0 + i / lines) * a.w_stride_n + static_cast<int64_t>(kb0) * kBlockK + (i % lines) * 128);
+  }
+  wait_prior(); /* a2q and its scales come from GEMM1 (or the row quantization) */
+  allow_next();
   for (int64_t w = blockIdx.x; w < items; w += gridDim.x) {
     const int tile = static_cast<int>(w % tiles);
     const int32_t n0 = static_cast<int32_t>(w / tiles) * kCols2;
@@ -403,6 +439,21 @@ __global__ void __launch_bounds__(kDecThreads, FP8MOE_DECODE_CTAS_PER_SM)
   }
 }
 
+/* kernel<<<grid, kDecThreads, 0, stream>>>(args...) with programmatic stream serialization. */
+template <class... Params, class... Args>
+cudaError_t launch_pdl(void (*kernel)(Params...), dim3 grid, cudaStream_t stream, Args... args) {
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = grid;
+  cfg.blockDim = dim3(kDecThreads);
+  cfg.stream = stream;
+  cudaLaunchAttribute attr[1] = {};
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  return cudaLaunchKernelEx(&cfg, kernel, args...);
+}
+
 }  // namespace
 }  // namespace fp8moe
 
@@ -411,14 +462,15 @@ extern "C" int fp8moe_launch_gemm1_decode(const fp8moe_gemm1_args* a, cudaStream
   if (a->max_tiles == 0) return cudaSuccess;
   const int64_t most = static_cast<int64_t>(a->max_tiles) * (a->I / FP8MOE_GEMM_TILE_N) * kCluster;
   int64_t ctas = a->max_ctas / kCluster * kCluster;
-  if (ctas < kCluster) ctas = kCluster;
+  if (ctas < kCluster) return cudaErrorInvalidConfiguration;
   const dim3 grid(static_cast<unsigned>(most < ctas ? most : ctas));
+  cudaError_t e;
   switch (a->scale_mode) {
-    case FP8MOE_SCALE_BLOCK: gemm1_decode_kernel<FP8MOE_SCALE_BLOCK><<<grid, kDecThreads, 0, stream>>>(*a); break;
-    case FP8MOE_SCALE_ROW: gemm1_decode_kernel<FP8MOE_SCALE_ROW><<<grid, kDecThreads, 0, stream>>>(*a); break;
-    default: gemm1_decode_kernel<FP8MOE_SCALE_TENSOR><<<grid, kDecThreads, 0, stream>>>(*a); break;
+    case FP8MOE_SCALE_BLOCK: e = launch_pdl(gemm1_decode_kernel<FP8MOE_SCALE_BLOCK>, grid, stream, *a); break;
+    case FP8MOE_SCALE_ROW: e = launch_pdl(gemm1_decode_kernel<FP8MOE_SCALE_ROW>, grid, stream, *a); break;
+    default: e = launch_pdl(gemm1_decode_kernel<FP8MOE_SCALE_TENSOR>, grid, stream, *a); break;
   }
-  return static_cast<int>(cudaGetLastError());
+  return static_cast<int>(e != cudaSuccess ? e : cudaGetLastError());
 }
 
 extern "C" int fp8moe_launch_gemm2_decode(const fp8moe_gemm2_args* a, const int32_t* sorted_slots,
@@ -428,14 +480,51 @@ extern "C" int fp8moe_launch_gemm2_decode(const fp8moe_gemm2_args* a, const int3
   const int64_t most = static_cast<int64_t>(a->max_tiles) * (a->H / kCols2);
   const int64_t ctas = a->max_ctas > 0 ? a->max_ctas : 1;
   const dim3 grid(static_cast<unsigned>(most < ctas ? most : ctas));
+  cudaError_t e;
   switch (a->scale_mode) {
-    case FP8MOE_SCALE_BLOCK:
-      gemm2_decode_kernel<FP8MOE_SCALE_BLOCK><<<grid, kDecThreads, 0, stream>>>(*a, sorted_slots);
-      break;
-    case FP8MOE_SCALE_ROW:
-      gemm2_decode_kernel<FP8MOE_SCALE_ROW><<<grid, kDecThreads, 0, stream>>>(*a, sorted_slots);
-      break;
-    default: gemm2_decode_kernel<FP8MOE_SCALE_TENSOR><<<grid, kDecThreads, 0, stream>>>(*a, sorted_slots); break;
+    case FP8MOE_SCALE_BLOCK: e = launch_pdl(gemm2_decode_kernel<FP8MOE_SCALE_BLOCK>, grid, stream, *a, sorted_slots); break;
+    case FP8MOE_SCALE_ROW: e = launch_pdl(gemm2_decode_kernel<FP8MOE_SCALE_ROW>, grid, stream, *a, sorted_slots); break;
+    default: e = launch_pdl(gemm2_decode_kernel<FP8MOE_SCALE_TENSOR>, grid, stream, *a, sorted_slots); break;
   }
-  return static_cast<int>(cudaGetLastError());
+  return static_cast<int>(e != cudaSuccess ? e : cudaGetLastError());
+}
+
+/* The decode kernels' grids on the current device: every CTA resident at once (they are persistent; a
+ * cluster that could not start until others finish would run its items after them, as a tail). GEMM1:
+ * the most clusters of 8 that can be co-resident, × 8; GEMM2: SMs × resident CTAs per SM. 0 when a query
+ * fails or nothing fits (the host then keeps the tile GEMMs; a failed query does not fail the context). */
+extern "C" int fp8moe_prepare_gemm_decode(int32_t sm_count, int32_t* ctas1, int32_t* ctas2) {
+  using namespace fp8moe;
+  *ctas1 = 0;
+  *ctas2 = 0;
+  int clusters = -1;
+  void (*const k1[3])(fp8moe_gemm1_args) = {gemm1_decode_kernel<FP8MOE_SCALE_TENSOR>,
+                                            gemm1_decode_kernel<FP8MOE_SCALE_BLOCK>,
+                                            gemm1_decode_kernel<FP8MOE_SCALE_ROW>};
+  for (int i = 0; i < 3; ++i) {
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(static_cast<unsigned>(kCluster * sm_count));
+    cfg.blockDim = dim3(kDecThreads);
+    int n = 0;
+    if (cudaOccupancyMaxActiveClusters(&n, k1[i], &cfg) != cudaSuccess) {
+      (void)cudaGetLastError(); /* not an error of the context: the decode kernels just stay unused */
+      return cudaSuccess;
+    }
+    if (clusters < 0 || n < clusters) clusters = n;
+  }
+  int per_sm = -1;
+  void (*const k2[3])(fp8moe_gemm2_args, const int32_t*) = {gemm2_decode_kernel<FP8MOE_SCALE_TENSOR>,
+                                                            gemm2_decode_kernel<FP8MOE_SCALE_BLOCK>,
+                                                            gemm2_decode_kernel<FP8MOE_SCALE_ROW>};
+  for (int i = 0; i < 3; ++i) {
+    int n = 0;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, k2[i], kDecThreads, 0) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return cudaSuccess;
+    }
+    if (per_sm < 0 || n < per_sm) per_sm = n;
+  }
+  *ctas1 = clusters > 0 ? clusters * kCluster : 0;
+  *ctas2 = per_sm > 0 ? per_sm * sm_count : 0;
+  return cudaSuccess;
 }

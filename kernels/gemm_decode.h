@@ -14,7 +14,8 @@
 extern "C" {
 #endif
 
-/* CTAs per SM the decode kernels are sized for (128 threads each); the host passes max_ctas = SMs × this. */
+/* CTAs per SM the decode kernels are built for (128 threads each, __launch_bounds__); the grids come from
+ * fp8moe_prepare_gemm_decode. */
 #define FP8MOE_DECODE_CTAS_PER_SM 3
 /* GEMM1 CTAs form clusters of this many, one 128-column requantization group per cluster (16 columns per
  * CTA), so max_ctas is rounded down to a multiple of it. */
@@ -23,6 +24,11 @@ extern "C" {
 /* Block scaling: the K dimension of either GEMM (H, I) may hold at most this many 128-wide blocks (the item's
  * scales are staged in shared memory). */
 #define FP8MOE_DECODE_MAX_KBLOCKS 128
+
+/* Once per device at context creation (not a stream operation): the persistent grid sizes, in CTAs, that
+ * are resident all at once (ctas1 for GEMM1, a multiple of FP8MOE_DECODE_CLUSTER; ctas2 for GEMM2); 0 when
+ * none fits. The host passes them as max_ctas. */
+int fp8moe_prepare_gemm_decode(int32_t sm_count, int32_t* ctas1, int32_t* ctas2);
 
 /* a->tile_m must be FP8MOE_GEMM_TILE_M_SMALL. */
 int fp8moe_launch_gemm1_decode(const fp8moe_gemm1_args* a, cudaStream_t stream);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cuda_internal.h"
+#include "gemm_decode.h"
 #include "kernels_internal.h"
 #include "struct_size_internal.h"
 
@@ -95,13 +96,15 @@ static int32_t cuda_create(struct fp8moe_context* ctx, const fp8moe_context_args
                        (int)args->device_ordinal, (int)(cc / 10), (int)(cc % 10));
   }
   /* Initialize the device's primary context now, so the first run does not pay for it, and raise the GEMM
-   * kernels' shared-memory limits on this device. */
+   * kernels' shared-memory limits and size the decode GEMMs' grids on this device. */
   int prev = 0;
   if (e == cudaSuccess) e = enter_device(args->device_ordinal, &prev);
   if (e == cudaSuccess) {
     e = cudaFree(NULL);
     if (e == cudaSuccess) e = (cudaError_t)fp8moe_prepare_gemm1();
     if (e == cudaSuccess) e = (cudaError_t)fp8moe_prepare_gemm2();
+    if (e == cudaSuccess)
+      e = (cudaError_t)fp8moe_prepare_gemm_decode(impl->sm_count, &impl->decode_ctas1, &impl->decode_ctas2);
     leave_device(args->device_ordinal, prev);
   }
   if (e != cudaSuccess) {

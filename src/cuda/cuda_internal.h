@@ -21,6 +21,7 @@ typedef struct fp8moe_cuda_impl {
   int32_t sm_count;
   int32_t compute_capability; /* major·10 + minor */
   char device_name[FP8MOE_NAME_CAPACITY];
+  int32_t decode_ctas1, decode_ctas2; /* resident grids of the decode GEMMs (0: not usable here) */
 } fp8moe_cuda_impl;
 
 /* Byte offsets of the workspace slices; a slice a problem does not need has size 0 (offset unused). */
@@ -51,7 +52,7 @@ typedef struct fp8moe_cuda_layout {
 void fp8moe_cuda_layout_make(const fp8moe_problem* p, fp8moe_cuda_layout* l);
 
 /* 1 when the grouped GEMMs of this call run as the decode kernels (kernels/gemm_decode.cu), else 0. */
-int fp8moe_cuda_use_decode_gemm(const fp8moe_problem* p, const fp8moe_cuda_layout* l);
+int fp8moe_cuda_use_decode_gemm(const fp8moe_cuda_impl* impl, const fp8moe_problem* p, const fp8moe_cuda_layout* l);
 
 /* Enqueues the whole pipeline for a validated problem with T > 0 on p->stream (the caller has made the
  * context's device current). Never synchronizes, never allocates. */

@@ -197,8 +197,8 @@ static int32_t experts(const fp8moe_cuda_impl* impl, const fp8moe_problem* p, co
     g->a2s = per_row ? (float*)(ws + l->a2s) : (float*)(words + FP8MOE_CUDA_S_A2_SCALE);
     g2.a2_scale = kref_f32(g->a2s, per_row ? 1 : 0, 0);
   }
-  const int decode = fp8moe_cuda_use_decode_gemm(p, l);
-  if (decode) g->max_ctas = impl->sm_count * FP8MOE_DECODE_CTAS_PER_SM;
+  const int decode = fp8moe_cuda_use_decode_gemm(impl, p, l);
+  if (decode) g->max_ctas = impl->decode_ctas1;
   FORWARD_IF_ERROR(check(decode ? fp8moe_launch_gemm1_decode(g, s) : fp8moe_launch_gemm1(g, s), "GEMM1", err));
   if (g->requant == FP8MOE_REQ_DEFERRED_ROW || g->requant == FP8MOE_REQ_DEFERRED_TENSOR) {
     fp8moe_quantize_rows_args q;
@@ -227,7 +227,7 @@ static int32_t experts(const fp8moe_cuda_impl* impl, const fp8moe_problem* p, co
   g2.scale_mode = g->scale_mode;
   g2.max_tiles = g->max_tiles;
   g2.tile_m = g->tile_m;
-  g2.max_ctas = impl->sm_count * (decode ? FP8MOE_DECODE_CTAS_PER_SM : FP8MOE_GEMM2_CTAS_PER_SM);
+  g2.max_ctas = decode ? impl->decode_ctas2 : impl->sm_count * FP8MOE_GEMM2_CTAS_PER_SM;
   g2.y = (float*)(ws + l->y);
   return check(decode ? fp8moe_launch_gemm2_decode(&g2, g->sorted_slots, s) : fp8moe_launch_gemm2(&g2, s), "GEMM2",
                err);
