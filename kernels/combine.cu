@@ -3,6 +3,7 @@
  * once (RNE) to bf16/fp16/fp32. Weight 1 when the weight was applied to the input (weights NULL). Tokens
  * with no local slot get zeros. Launch: grid (T, H/1024), 256 threads of 4 columns each, so a token's slots load in parallel. */
 #include "common.cuh"
+#include "pdl.cuh"
 
 namespace fp8moe {
 namespace {
@@ -12,6 +13,7 @@ constexpr int kMaxK = 32;
 __global__ void __launch_bounds__(256) combine_kernel(fp8moe_combine_args a) {
   __shared__ int32_t rows[kMaxK];
   __shared__ float ws[kMaxK];
+  wait_prior(); /* y comes from GEMM2 */
   const int64_t t = blockIdx.x;
   if (threadIdx.x < a.K) {
     rows[threadIdx.x] = a.slot_row[t * a.K + threadIdx.x];
@@ -45,6 +47,5 @@ __global__ void __launch_bounds__(256) combine_kernel(fp8moe_combine_args a) {
 extern "C" int fp8moe_launch_combine(const fp8moe_combine_args* a, cudaStream_t stream) {
   if (a->T == 0) return cudaSuccess;
   const dim3 grid(static_cast<unsigned>(a->T), static_cast<unsigned>((a->H + 1023) / 1024));
-  fp8moe::combine_kernel<<<grid, 256, 0, stream>>>(*a);
-  return static_cast<int>(cudaGetLastError());
+  return static_cast<int>(fp8moe::launch_pdl(fp8moe::combine_kernel, grid, dim3(256), 0, stream, *a));
 }

@@ -24,6 +24,7 @@
 
 #include "common.cuh"
 #include "gemm_decode.h"
+#include "pdl.cuh"
 
 namespace cg = cooperative_groups;
 
@@ -58,21 +59,6 @@ __device__ __forceinline__ uint4 ld_weights(const uint8_t* p) {
 /* 16 bytes of an activation row (written by an earlier kernel, read-only here), zeros for padding. */
 __device__ __forceinline__ uint4 ld_act(const uint8_t* row, int64_t k) {
   return row ? __ldg(reinterpret_cast<const uint4*>(row + k)) : make_uint4(0u, 0u, 0u, 0u);
-}
-
-/* Programmatic dependent launch (docs/GPU.md): the kernels are launched with programmatic stream
- * serialization, so they may start while the previous kernel drains; wait_prior blocks until that kernel
- * has completed and its writes are visible (a no-op for an ordinary launch); allow_next lets the next
- * PDL-launched kernel start its own prologue. */
-__device__ __forceinline__ void wait_prior() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;\n" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void allow_next() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-#endif
 }
 
 __device__ __forceinline__ void prefetch_l2(const void* p) {
@@ -408,23 +394,26 @@ template <int SCALE>
 __global__ void __launch_bounds__(kDecThreads, FP8MOE_DECODE_CTAS_PER_SM)
     gemm2_decode_kernel(fp8moe_gemm2_args a, const int32_t* sorted_slots) {
   __shared__ Smem2 sm;
-  /* Before waiting for GEMM1: the tile list (permute.cu, complete before GEMM1 could let this grid start)
-   * and the weights are already final, so each warp prefetches into L2 the weight bytes of its first K step
-   * of its first item, overlapping GEMM1's tail. */
-  const int32_t tiles = *a.num_tiles;
-  const int64_t items = static_cast<int64_t>(tiles) * (a.H / kCols2);
-  if (blockIdx.x < items) {
-    const int tile = static_cast<int>(blockIdx.x % tiles);
-    const int64_t n0 = static_cast<int64_t>(blockIdx.x / tiles) * kCols2;
-    const uint8_t* we = a.w + static_cast<int64_t>(a.tile_expert[tile]) * a.w_stride_e;
-    const int kb0 = warp_kb0(a.I / kBlockK), kb1 = warp_kb1(a.I / kBlockK);
-    const int lines = (kb1 - kb0 < 2 ? kb1 - kb0 : 2) * (kBlockK / 128); /* 128-byte lines per weight row */
-    const int lane = threadIdx.x % 32;
-    for (int i = lane; i < kCols2 * lines; i += 32)
-      prefetch_l2(we + (n0 + i / lines) * a.w_stride_n + static_cast<int64_t>(kb0) * kBlockK + (i % lines) * 128);
+  /* Before waiting for GEMM1, each warp prefetches into L2 the weight bytes of its first K step of its
+   * first item, overlapping GEMM1's tail. The tile list it reads is final by then (permute.cu completed
+   * before GEMM1 let this grid start); a stale read would only prefetch the wrong lines, and the loop below
+   * reads it again after the wait. */
+  {
+    const int32_t tiles = *a.num_tiles;
+    if (tiles > 0 && blockIdx.x < static_cast<int64_t>(tiles) * (a.H / kCols2)) {
+      const int tile = static_cast<int>(blockIdx.x % tiles);
+      const int64_t n0 = static_cast<int64_t>(blockIdx.x / tiles) * kCols2;
+      const uint8_t* we = a.w + static_cast<int64_t>(a.tile_expert[tile]) * a.w_stride_e;
+      const int kb0 = warp_kb0(a.I / kBlockK), kb1 = warp_kb1(a.I / kBlockK);
+      const int lines = (kb1 - kb0 < 2 ? kb1 - kb0 : 2) * (kBlockK / 128); /* 128-byte lines per weight row */
+      for (int i = threadIdx.x % 32; i < kCols2 * lines; i += 32)
+        prefetch_l2(we + (n0 + i / lines) * a.w_stride_n + static_cast<int64_t>(kb0) * kBlockK + (i % lines) * 128);
+    }
   }
   wait_prior(); /* a2q and its scales come from GEMM1 (or the row quantization) */
   allow_next();
+  const int32_t tiles = *a.num_tiles;
+  const int64_t items = static_cast<int64_t>(tiles) * (a.H / kCols2);
   for (int64_t w = blockIdx.x; w < items; w += gridDim.x) {
     const int tile = static_cast<int>(w % tiles);
     const int32_t n0 = static_cast<int32_t>(w / tiles) * kCols2;
@@ -439,21 +428,6 @@ __global__ void __launch_bounds__(kDecThreads, FP8MOE_DECODE_CTAS_PER_SM)
   }
 }
 
-/* kernel<<<grid, kDecThreads, 0, stream>>>(args...) with programmatic stream serialization. */
-template <class... Params, class... Args>
-cudaError_t launch_pdl(void (*kernel)(Params...), dim3 grid, cudaStream_t stream, Args... args) {
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = grid;
-  cfg.blockDim = dim3(kDecThreads);
-  cfg.stream = stream;
-  cudaLaunchAttribute attr[1] = {};
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
-  return cudaLaunchKernelEx(&cfg, kernel, args...);
-}
-
 }  // namespace
 }  // namespace fp8moe
 
@@ -464,13 +438,11 @@ extern "C" int fp8moe_launch_gemm1_decode(const fp8moe_gemm1_args* a, cudaStream
   int64_t ctas = a->max_ctas / kCluster * kCluster;
   if (ctas < kCluster) return cudaErrorInvalidConfiguration;
   const dim3 grid(static_cast<unsigned>(most < ctas ? most : ctas));
-  cudaError_t e;
-  switch (a->scale_mode) {
-    case FP8MOE_SCALE_BLOCK: e = launch_pdl(gemm1_decode_kernel<FP8MOE_SCALE_BLOCK>, grid, stream, *a); break;
-    case FP8MOE_SCALE_ROW: e = launch_pdl(gemm1_decode_kernel<FP8MOE_SCALE_ROW>, grid, stream, *a); break;
-    default: e = launch_pdl(gemm1_decode_kernel<FP8MOE_SCALE_TENSOR>, grid, stream, *a); break;
-  }
-  return static_cast<int>(e != cudaSuccess ? e : cudaGetLastError());
+  void (*kernel)(fp8moe_gemm1_args) = gemm1_decode_kernel<FP8MOE_SCALE_TENSOR>;
+  if (a->scale_mode == FP8MOE_SCALE_BLOCK) kernel = gemm1_decode_kernel<FP8MOE_SCALE_BLOCK>;
+  if (a->scale_mode == FP8MOE_SCALE_ROW) kernel = gemm1_decode_kernel<FP8MOE_SCALE_ROW>;
+  const cudaError_t e = launch_pdl(kernel, grid, dim3(kDecThreads), 0, stream, *a);
+  return static_cast<int>(e);
 }
 
 extern "C" int fp8moe_launch_gemm2_decode(const fp8moe_gemm2_args* a, const int32_t* sorted_slots,
@@ -480,13 +452,11 @@ extern "C" int fp8moe_launch_gemm2_decode(const fp8moe_gemm2_args* a, const int3
   const int64_t most = static_cast<int64_t>(a->max_tiles) * (a->H / kCols2);
   const int64_t ctas = a->max_ctas > 0 ? a->max_ctas : 1;
   const dim3 grid(static_cast<unsigned>(most < ctas ? most : ctas));
-  cudaError_t e;
-  switch (a->scale_mode) {
-    case FP8MOE_SCALE_BLOCK: e = launch_pdl(gemm2_decode_kernel<FP8MOE_SCALE_BLOCK>, grid, stream, *a, sorted_slots); break;
-    case FP8MOE_SCALE_ROW: e = launch_pdl(gemm2_decode_kernel<FP8MOE_SCALE_ROW>, grid, stream, *a, sorted_slots); break;
-    default: e = launch_pdl(gemm2_decode_kernel<FP8MOE_SCALE_TENSOR>, grid, stream, *a, sorted_slots); break;
-  }
-  return static_cast<int>(e != cudaSuccess ? e : cudaGetLastError());
+  void (*kernel)(fp8moe_gemm2_args, const int32_t*) = gemm2_decode_kernel<FP8MOE_SCALE_TENSOR>;
+  if (a->scale_mode == FP8MOE_SCALE_BLOCK) kernel = gemm2_decode_kernel<FP8MOE_SCALE_BLOCK>;
+  if (a->scale_mode == FP8MOE_SCALE_ROW) kernel = gemm2_decode_kernel<FP8MOE_SCALE_ROW>;
+  const cudaError_t e = launch_pdl(kernel, grid, dim3(kDecThreads), 0, stream, *a, sorted_slots);
+  return static_cast<int>(e);
 }
 
 /* The decode kernels' grids on the current device: every CTA resident at once (they are persistent; a

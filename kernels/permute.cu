@@ -5,6 +5,7 @@
  * expert of each tile) and num_tiles. Row order inside one expert is arbitrary: every row is computed
  * independently. Launch: one block of 1024 threads, counts in shared memory (E_local ≤ 2048). */
 #include "common.cuh"
+#include "pdl.cuh"
 
 namespace fp8moe {
 namespace {
@@ -16,6 +17,8 @@ __global__ void __launch_bounds__(kThreads) permute_kernel(fp8moe_permute_args a
   __shared__ int32_t count[kMaxExperts];
   __shared__ int32_t start[kMaxExperts];
   __shared__ int32_t total_tiles;
+  wait_prior(); /* ids come from the routing kernel */
+  allow_next();
   const int tid = threadIdx.x;
   const int32_t tile_m = a.tile_m;
   for (int e = tid; e < a.E_local; e += kThreads) count[e] = 0;
@@ -70,6 +73,5 @@ __global__ void __launch_bounds__(kThreads) permute_kernel(fp8moe_permute_args a
 }  // namespace fp8moe
 
 extern "C" int fp8moe_launch_permute(const fp8moe_permute_args* a, cudaStream_t stream) {
-  fp8moe::permute_kernel<<<1, fp8moe::kThreads, 0, stream>>>(*a);
-  return static_cast<int>(cudaGetLastError());
+  return static_cast<int>(fp8moe::launch_pdl(fp8moe::permute_kernel, dim3(1), dim3(fp8moe::kThreads), 0, stream, *a));
 }

@@ -5,6 +5,7 @@
  * (an amax pass runs first); GROUP128 per 1×128 group (xs [T,H/128]); ROW per token (xs [T]).
  * Launch: one block of 256 threads per token (both passes). */
 #include "common.cuh"
+#include "pdl.cuh"
 
 namespace fp8moe {
 namespace {
@@ -54,6 +55,8 @@ __device__ float block_max(float v) {
 }
 
 __global__ void __launch_bounds__(kThreads) amax_kernel(fp8moe_quantize_input_args a) {
+  wait_prior(); /* token weights come from routing */
+  allow_next();
   const int64_t t = blockIdx.x;
   const float wt = a.token_weight ? a.token_weight[t * a.K] : 1.0f;
   float m = 0.0f;
@@ -63,6 +66,8 @@ __global__ void __launch_bounds__(kThreads) amax_kernel(fp8moe_quantize_input_ar
 }
 
 __global__ void __launch_bounds__(kThreads) quantize_input_kernel(fp8moe_quantize_input_args a) {
+  wait_prior(); /* token weights (routing) and the amax (amax_kernel) */
+  allow_next();
   const int64_t t = blockIdx.x;
   const float wt = a.token_weight ? a.token_weight[t * a.K] : 1.0f;
   uint32_t* out = reinterpret_cast<uint32_t*>(a.xq + t * a.H);
@@ -99,10 +104,9 @@ extern "C" int fp8moe_launch_quantize_input(const fp8moe_quantize_input_args* a,
   using namespace fp8moe;
   if (a->T == 0) return cudaSuccess;
   if (a->mode == FP8MOE_ACTQ_DYN_TENSOR) {
-    amax_kernel<<<a->T, kThreads, 0, stream>>>(*a);
-    const cudaError_t e = cudaGetLastError();
+    const cudaError_t e = launch_pdl(amax_kernel, dim3(static_cast<unsigned>(a->T)), dim3(kThreads), 0, stream, *a);
     if (e != cudaSuccess) return static_cast<int>(e);
   }
-  quantize_input_kernel<<<a->T, kThreads, 0, stream>>>(*a);
-  return static_cast<int>(cudaGetLastError());
+  return static_cast<int>(
+      launch_pdl(quantize_input_kernel, dim3(static_cast<unsigned>(a->T)), dim3(kThreads), 0, stream, *a));
 }
