@@ -38,7 +38,11 @@ cudaError_t launch_pdl(void (*kernel)(Params...), dim3 grid, dim3 block, size_t 
   attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attr[0].val.programmaticStreamSerializationAllowed = 1;
   cfg.attrs = attr;
+#ifdef FP8MOE_NO_PDL /* bisecting build: ordinary stream order (the waits return at once) */
+  cfg.numAttrs = 0;
+#else
   cfg.numAttrs = 1;
+#endif
   const cudaError_t e = cudaLaunchKernelEx(&cfg, kernel, args...);
   return e != cudaSuccess ? e : cudaGetLastError();
 }

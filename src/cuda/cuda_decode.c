@@ -13,6 +13,9 @@ static int aligned16(const fp8moe_view* w) {
 }
 
 int fp8moe_cuda_use_decode_gemm(const fp8moe_cuda_impl* impl, const fp8moe_problem* p, const fp8moe_cuda_layout* l) {
+#ifdef FP8MOE_NO_DECODE_GEMM /* bisecting build: the tile GEMMs everywhere */
+  return 0;
+#endif
   if (l->tile_m != FP8MOE_GEMM_TILE_M_SMALL) return 0;
   if (impl->decode_ctas1 <= 0 || impl->decode_ctas2 <= 0) return 0;
   if (!aligned16(&p->w13) || !aligned16(&p->w2)) return 0;
