@@ -135,7 +135,9 @@ int bench_chain_of(cudaGraph_t g, bench_chain* c) {
     size_t next = 0;
     if (cudaGraphNodeGetDependentNodes(cur, NULL, NULL, &next) != cudaSuccess || next > 1) return -1;
     cudaGraphNode_t nx = NULL;
-    if (next == 1 && cudaGraphNodeGetDependentNodes(cur, &nx, NULL, &next) != cudaSuccess) return -1;
+    cudaGraphEdgeData edge; /* programmatic (PDL) edges carry edge data; querying without it is refused */
+    memset(&edge, 0, sizeof edge);
+    if (next == 1 && cudaGraphNodeGetDependentNodes(cur, &nx, &edge, &next) != cudaSuccess) return -1;
     cur = next == 1 ? nx : NULL;
     if (cur && c->n == BENCH_MAX_NODES) return -1;
   }
