@@ -127,10 +127,10 @@ __device__ __forceinline__ void setmaxnreg_inc() {
 __device__ __forceinline__ void consumer_sync() { asm volatile("bar.sync 1, %0;\n" ::"n"(kConsumers) : "memory"); }
 
 /* Shared-memory matrix descriptor: K-major tile with 128-byte rows and the 128-byte swizzle; 8-row core
- * groups are 1024 bytes apart (stride byte offset); the leading byte offset is unused for this layout. */
+ * groups are 1024 bytes apart (stride byte offset); the leading byte offset is unused (0) for this layout. */
 __device__ __forceinline__ uint64_t desc_sw128(const void* tile) {
   const uint64_t addr = saddr(tile);
-  return ((addr & 0x3FFFF) >> 4) | (1ull << 16) | ((1024ull >> 4) << 32) | (1ull << 62);
+  return ((addr & 0x3FFFF) >> 4) | ((1024ull >> 4) << 32) | (1ull << 62);
 }
 
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
