@@ -7,8 +7,8 @@
  * multiplies A by B tile w, so a CTA computes 64 × 256 outputs per stage (GEMM1: 128 gate + 128 up columns
  * of the same 128 intermediate columns; GEMM2: 256 output columns). A comes by TMA where rows are contiguous
  * (GEMM2's expert-sorted a2q) or by cp.async gathers written in the same swizzled layout (GEMM1's token rows
- * through sorted_slots). Block-scaled sums are promoted in fp32 once per 128 of K (one stage), as the
- * mma.sync kernels do. Everything that needs sm_90a is compiled only under __CUDA_ARCH_FEAT_SM90_ALL; the
+ * through sorted_slots). Every 128 of K (one stage) the tensor cores' partial sum is promoted into an
+ * fp32 accumulator (with the block scales for FP8_BLOCK128), as the mma.sync kernels do for block scales. Everything that needs sm_90a is compiled only under __CUDA_ARCH_FEAT_SM90_ALL; the
  * compute_90 PTX build gets a trapping body, and the kernel plan (src/cuda/cuda_plan.c) selects these
  * kernels only on compute capability 9.0, where the sm_90a SASS is the one that loads. */
 #ifndef FP8MOE_KERNELS_WGMMA_SM90_CUH
@@ -176,18 +176,21 @@ __device__ __forceinline__ void init_barriers(Smem& sm, uint32_t full_count) {
   __syncthreads();
 }
 
-/* Consumer main loop for one work item: kblocks stages starting at ring position `it`. BLOCK: fp32
- * promotion acc += part·sa(row)·sb per stage (sa(h, kb) for the thread's two rows, sb(kb) for its B tile);
- * otherwise the tensor cores accumulate across K directly. Arrives on `empty` once the stage is read. */
+/* Consumer main loop for one work item: kblocks stages starting at ring position `it`. Hopper's fp8 wgmma
+ * keeps a narrower-than-fp32 accumulator (~14 bits of mantissa in the additions), so every stage's 128-K sum
+ * starts from zero in `part` and is promoted into the fp32 `acc` by ordinary FADD/FFMA, for every format:
+ * BLOCK acc += part·sa(row)·sb (sa(h, kb) for the thread's two rows, sb(kb) for its B tile), otherwise
+ * acc += part (the scales apply once, in the epilogue). Arrives on `empty` once the stage is read. */
 template <bool BLOCK, class RowScale, class BScale>
 __device__ __forceinline__ void consume(Smem& sm, int wg, int kblocks, uint32_t& it, float (&acc)[64],
                                         RowScale sa, BScale sb) {
 #if FP8MOE_SM90A
   float part[64];
 #pragma unroll
-  for (int i = 0; i < 64; ++i) part[i] = 0.0f;
-#pragma unroll
-  for (int i = 0; i < 64; ++i) acc[i] = 0.0f;
+  for (int i = 0; i < 64; ++i) {
+    part[i] = 0.0f;
+    acc[i] = 0.0f;
+  }
   for (int kb = 0; kb < kblocks; ++kb, ++it) {
     float s0 = 0.0f, s1 = 0.0f, sw = 0.0f;
     if (BLOCK) { /* issued before the wait: the loads overlap it */
@@ -199,22 +202,19 @@ __device__ __forceinline__ void consume(Smem& sm, int wg, int kblocks, uint32_t&
     mbar_wait(&sm.full[s], (it / kStages) & 1u);
     const uint64_t da = desc_sw128(sm.st[s].a), db = desc_sw128(sm.st[s].b[wg]);
     wgmma_fence();
-    if (BLOCK) {
-      fence_regs(part);
+    fence_regs(part);
 #pragma unroll
-      for (int kk = 0; kk < kBK / 32; ++kk) wgmma_m64n128k32(part, da + 2 * kk, db + 2 * kk, kk > 0);
-    } else {
-      fence_regs(acc);
-#pragma unroll
-      for (int kk = 0; kk < kBK / 32; ++kk) wgmma_m64n128k32(acc, da + 2 * kk, db + 2 * kk, (kb | kk) != 0);
-    }
+    for (int kk = 0; kk < kBK / 32; ++kk) wgmma_m64n128k32(part, da + 2 * kk, db + 2 * kk, kk > 0);
     wgmma_commit();
     wgmma_wait0();
-    if (BLOCK) fence_regs(part); else fence_regs(acc);
+    fence_regs(part);
     mbar_arrive(&sm.empty[s]);
     if (BLOCK) {
 #pragma unroll
       for (int i = 0; i < 64; ++i) acc[i] += part[i] * (acc_half(i) ? s1 : s0) * sw;
+    } else {
+#pragma unroll
+      for (int i = 0; i < 64; ++i) acc[i] += part[i];
     }
   }
 #else
