@@ -172,7 +172,8 @@ int fp8moe_prepare_gemm2(void); /* as fp8moe_prepare_gemm1 */
 int fp8moe_launch_gemm2_sm90(const fp8moe_gemm2_args* a, cudaStream_t stream);
 /* Compute capability 9.0 only, at context creation: raises the sm90 GEMMs' shared-memory limits and looks up
  * the driver's cuTensorMapEncodeTiled through cudart (no link-time libcuda dependency); *tma_encode stays
- * NULL when the driver lacks it (the plan then keeps the mma.sync rows). */
+ * NULL when the driver lacks it or the device refuses the kernels' shared memory (the plan then keeps the
+ * mma.sync rows). */
 int fp8moe_prepare_gemm_sm90(void** tma_encode);
 
 /* ---- combine.cu: out[t] = Σ_k w[t,k]·y[row(t,k)] in slot order ---- */
