@@ -150,7 +150,8 @@ static void sweep(suite* s) {
 
 /* The kernel plan's large-M rows (docs/GPU.md): every format × activation × gate/up order with enough rows
  * per expert for 64-row tiles (on Hopper the wgmma kernels), both e4m3 and bf16 inputs and static and dynamic
- * scales; and H = 384, where GEMM2 takes the mma.sync row (H not a multiple of 256) behind the wgmma GEMM1. */
+ * scales; H = 384, where GEMM2 takes the mma.sync row (H not a multiple of 256) behind the wgmma GEMM1; and the
+ * input-side token weight on an e4m3 input. */
 static void plan_rows(suite* s) {
   static const int32_t formats[] = {FP8MOE_QUANT_FP8_PER_TENSOR, FP8MOE_QUANT_FP8_BLOCK128,
                                     FP8MOE_QUANT_FP8_PER_CHANNEL};
@@ -179,6 +180,24 @@ static void plan_rows(suite* s) {
           compare_one(s, &p, "plan");
           pg_free(&p);
         }
+  /* The token weight on an e4m3 input, applied in GEMM1's epilogue (LLAMA4 routing, K = 1): T = 600 gives
+   * 37 rows per expert, the large-M rows. */
+  for (size_t f = 0; f < sizeof formats / sizeof formats[0]; ++f, ++i) {
+    if (s->quick && f != 1) continue;
+    pg_config c;
+    base_config(&c, FP8MOE_ROUTING_LLAMA4, formats[f], 3);
+    c.T = 600;
+    c.hidden_dtype = TEST_E4M3;
+    c.gate_up_order = f % 2 ? FP8MOE_GATE_UP_UP_FIRST : FP8MOE_GATE_UP_GATE_FIRST;
+    c.seed = 5000 + (uint64_t)i;
+    pg_problem p;
+    if (pg_generate(&p, &c) != 0) {
+      CHECK(0, "pg_generate failed");
+      continue;
+    }
+    compare_one(s, &p, "plan");
+    pg_free(&p);
+  }
 }
 
 /* TESTING.md 8 and 1: exact ties (few distinct logit values, exactly representable in every dtype). */
