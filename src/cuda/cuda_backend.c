@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cuda_internal.h"
+#include "cuda_plan.h"
 #include "kernels_internal.h"
 #include "struct_size_internal.h"
 
@@ -102,8 +103,10 @@ static int32_t cuda_create(struct fp8moe_context* ctx, const fp8moe_context_args
     e = cudaFree(NULL);
     if (e == cudaSuccess) e = (cudaError_t)fp8moe_prepare_gemm1();
     if (e == cudaSuccess) e = (cudaError_t)fp8moe_prepare_gemm2();
+    if (e == cudaSuccess && impl->compute_capability == 90) e = (cudaError_t)fp8moe_prepare_gemm_sm90(&impl->tma_encode);
     leave_device(args->device_ordinal, prev);
   }
+  impl->plan_offers = fp8moe_cuda_plan_context_offers(impl->tma_encode != NULL);
   if (e != cudaSuccess) {
     (void)cudaGetLastError();
     free(impl);
@@ -137,9 +140,9 @@ static int32_t cuda_accepts_device(const struct fp8moe_context* ctx, int32_t dev
 }
 
 static size_t cuda_workspace_size(const struct fp8moe_context* ctx, const fp8moe_problem* p) {
-  (void)ctx;
+  const fp8moe_cuda_impl* impl = (const fp8moe_cuda_impl*)ctx->impl;
   fp8moe_cuda_layout l;
-  fp8moe_cuda_layout_make(p, &l);
+  fp8moe_cuda_layout_make(p, impl->compute_capability, &l);
   return l.total;
 }
 

@@ -21,11 +21,13 @@ typedef struct fp8moe_cuda_impl {
   int32_t sm_count;
   int32_t compute_capability; /* major·10 + minor */
   char device_name[FP8MOE_NAME_CAPACITY];
+  void* tma_encode;           /* the driver's cuTensorMapEncodeTiled, or NULL (then no TMA plan rows) */
+  uint32_t plan_offers;       /* fp8moe_cuda_plan_context_offers, fixed at creation */
 } fp8moe_cuda_impl;
 
 /* Byte offsets of the workspace slices; a slice a problem does not need has size 0 (offset unused). */
 typedef struct fp8moe_cuda_layout {
-  int32_t tile_m;        /* GEMM tile rows: 16 when experts average few rows (decode), else 64 */
+  int32_t tile_m;        /* GEMM tile rows, from the kernel plan (cuda_plan.c) */
   int64_t max_tiles;     /* ceil(T·K / tile_m) + E_local: every expert's rows padded to a tile */
   int64_t rows;          /* max_tiles · tile_m */
   size_t scalars;        /* one slice: the words below, zeroed at the start of every run */
@@ -48,7 +50,8 @@ typedef struct fp8moe_cuda_layout {
 #define FP8MOE_CUDA_S_A2_SCALE 4  /* fp32 */
 #define FP8MOE_CUDA_S_WORDS 8
 
-void fp8moe_cuda_layout_make(const fp8moe_problem* p, fp8moe_cuda_layout* l);
+/* cc: the device's compute capability (the kernel plan's tile height depends on it). */
+void fp8moe_cuda_layout_make(const fp8moe_problem* p, int32_t cc, fp8moe_cuda_layout* l);
 
 /* Enqueues the whole pipeline for a validated problem with T > 0 on p->stream (the caller has made the
  * context's device current). Never synchronizes, never allocates. */
