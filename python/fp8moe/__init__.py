@@ -14,6 +14,7 @@ from .errors import (AbiMismatchError, BackendUnavailableError, DataError, Devic
                      InvalidArgumentError, LibraryNotFoundError, OutOfMemoryError, UnsupportedDtypeError,
                      UnsupportedError, WorkspaceTooSmallError, WrongDeviceError)
 from .moe import Support, fused_moe, supports
+from .adapters import fused_experts, trtllm_fp8_block_scale_moe, trtllm_fp8_per_tensor_scale_moe
 
 __version__ = "1.0.0"
 
@@ -51,5 +52,5 @@ __all__ = [
     "Limits", "fused_moe", "supports", "Support", "Error", "InvalidArgumentError", "UnsupportedDtypeError",
     "UnsupportedError", "AbiMismatchError", "BackendUnavailableError", "WorkspaceTooSmallError",
     "WrongDeviceError", "OutOfMemoryError", "DeviceError", "InternalError", "DataError", "LibraryNotFoundError",
-    "HAS_TORCH",
+    "HAS_TORCH", "fused_experts", "trtllm_fp8_block_scale_moe", "trtllm_fp8_per_tensor_scale_moe",
 ]

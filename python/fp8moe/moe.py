@@ -134,13 +134,23 @@ class _Call:
         name = self.ctx.library.status_string(status)
         return Support(status == _abi.STATUS_OK, status, name, self.message.value.decode(errors="replace"))
 
-    def run(self, hidden_states):
-        need = self.workspace_bytes()
-        if need:
-            ptr, buf = _workspace(self.ctx, hidden_states, need)
-            self.keep.append(buf)
-            self.args.workspace, self.args.workspace_size = ptr, need
+    def run(self, hidden_states, workspace=None):
+        if workspace is not None:  # the caller's scratch, as given: the plugin checks size and alignment
+            d = describe(workspace, "workspace")
+            self.keep.append(d)
+            self.args.workspace = d.tensor.data
+            self.args.workspace_size = _nbytes(workspace)
+        else:
+            need = self.workspace_bytes()
+            if need:
+                ptr, buf = _workspace(self.ctx, hidden_states, need)
+                self.keep.append(buf)
+                self.args.workspace, self.args.workspace_size = ptr, need
         self.check(self.ctx.library.api.run(self.ctx.handle, C.byref(self.args)))
+
+
+def _nbytes(x):
+    return x.numel() * x.element_size() if is_torch(x) else x.nbytes
 
 
 def _gate_up_order(value):
@@ -179,7 +189,6 @@ def _workspace(ctx, hidden_states, need):
         if "numpy" in sys.modules or not is_torch(hidden_states):
             import numpy as np
             buf = np.empty(total, dtype=np.uint8)
-            ptr = buf.__array_interface__["data"][0]
         else:
             import torch
             buf = torch.empty(total, dtype=torch.uint8)
@@ -194,7 +203,7 @@ def run_moe(hidden_states, kw):
     if kw.get("out") is None:
         kw = dict(kw, out=_new_output(hidden_states, kw.get("out_dtype")))
     call = _Call(ctx, hidden_states, kw)
-    call.run(hidden_states)
+    call.run(hidden_states, kw.get("workspace"))
     return call.out
 
 
@@ -203,7 +212,8 @@ def fused_moe(hidden_states, router_logits=None, *, w13, w13_scale, w2, w2_scale
               local_expert_offset=0, local_num_experts=None, n_group=0, topk_group=0, routed_scaling_factor=1.0,
               routing_bias=None, hidden_scale=None, a1_scale=None, a2_scale=None, topk_ids=None,
               topk_weights=None, weight_on_input=False, out=None, out_dtype=None, routing_ids_out=None,
-              routing_weights_out=None, device_status=None, context=None, backend=None, library=None):
+              routing_weights_out=None, device_status=None, workspace=None, context=None, backend=None,
+              library=None):
     """One fused FP8 MoE layer; returns `out` ([T,H], allocated like hidden_states when not given).
 
     Takes torch tensors (CPU or CUDA; run on the current stream) or numpy arrays (bf16/e4m3fn through
@@ -218,9 +228,10 @@ def fused_moe(hidden_states, router_logits=None, *, w13, w13_scale, w2, w2_scale
               routed_scaling_factor=routed_scaling_factor, routing_bias=routing_bias, hidden_scale=hidden_scale,
               a1_scale=a1_scale, a2_scale=a2_scale, topk_ids=topk_ids, topk_weights=topk_weights,
               weight_on_input=weight_on_input, out=out, out_dtype=out_dtype, routing_ids_out=routing_ids_out,
-              routing_weights_out=routing_weights_out, device_status=device_status, context=context,
+              routing_weights_out=routing_weights_out, device_status=device_status, workspace=workspace,
+              context=context,
               backend=backend, library=library)
-    if is_torch(hidden_states):
+    if is_torch(hidden_states) and workspace is None:
         from . import torch_ops
         return torch_ops.dispatch(hidden_states, kw)
     return run_moe(hidden_states, kw)
