@@ -40,6 +40,14 @@ class Described:
         self.tensor = t
 
 
+def _compact(shape):
+    strides, step = [], 1
+    for extent in reversed(shape):
+        strides.append(step)
+        step *= max(extent, 1)
+    return tuple(reversed(strides))
+
+
 def describe(x, name):
     """fp8moe_tensor for a numpy array or torch tensor; `name` is the argument's name for messages."""
     dname = name_of(x.dtype)
@@ -62,5 +70,7 @@ def describe(x, name):
                 f"{name}: byte strides {x.strides} are not multiples of the element size {item}; "
                 "fp8moe (like DLPack) counts strides in elements", status_name="INVALID_ARGUMENT")
         strides = tuple(s // item for s in x.strides)
+        if x.size == 0:  # numpy gives empty arrays arbitrary strides; nothing is read, describe them compact
+            strides = _compact(x.shape)
         return Described(x, x.__array_interface__["data"][0], _abi.DEVICE_CPU, 0, code_bits, x.shape, strides)
     raise TypeError(f"{name}: expected a numpy.ndarray or torch.Tensor, got {type(x).__name__}")
