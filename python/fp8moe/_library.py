@@ -146,3 +146,8 @@ def load(path=None):
             lib = Library(path)
             _loaded[key] = lib
         return lib
+
+
+def resolve(library):
+    """A Library object for `library`: a Library as is, else a path (or None for the lookup order)."""
+    return library if isinstance(library, Library) else load(library)

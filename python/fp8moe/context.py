@@ -4,7 +4,7 @@ import threading
 from dataclasses import dataclass
 
 from . import _abi, capabilities as _caps
-from ._library import backend_code, load
+from ._library import backend_code, resolve
 
 
 @dataclass(frozen=True)
@@ -22,7 +22,7 @@ class Context:
     """An fp8moe_context. Prefer fp8moe.context(...), which caches one per backend and device."""
 
     def __init__(self, backend="auto", device=0, *, num_threads=0, library=None):
-        self.library = library if library is not None and not isinstance(library, str) else load(library)
+        self.library = resolve(library)
         api = self.library.api
         message = C.create_string_buffer(1024)
         args = _abi.ContextArgs()
@@ -77,7 +77,7 @@ def context(backend="auto", device=0, *, num_threads=0, library=None):
     backend: "auto" (CUDA when a usable GPU is present, otherwise CPU), "cpu" or "cuda";
     device: the CUDA ordinal (ignored by the CPU backend); library: a path or fp8moe.Library.
     """
-    lib = library if library is not None and not isinstance(library, str) else load(library)
+    lib = resolve(library)
     code = backend_code(backend)
     key = (id(lib), code, int(device or 0) if code != _abi.BACKEND_CPU else 0, int(num_threads))
     with _lock:
@@ -90,5 +90,4 @@ def context(backend="auto", device=0, *, num_threads=0, library=None):
 
 def capabilities(library=None):
     """The capability table as the library reports it with no context (the CPU backend's view)."""
-    lib = library if library is not None and not isinstance(library, str) else load(library)
-    return _caps.read(lib, None)
+    return _caps.read(resolve(library), None)

@@ -36,13 +36,13 @@ class Support:
 def _pick_context(hidden_states, context, backend, library):
     if isinstance(context, Context):
         return context
-    if backend is None or backend == "":
-        if is_torch(hidden_states) and hidden_states.device.type == "cuda":
-            return _context("cuda", hidden_states.device.index or 0, library=library)
-        return _context("cpu", library=library)
+    on_cuda = is_torch(hidden_states) and hidden_states.device.type == "cuda"
     device = 0
-    if is_torch(hidden_states) and hidden_states.device.type == "cuda":
-        device = hidden_states.device.index or 0
+    if on_cuda:
+        import torch
+        device = hidden_states.device.index if hidden_states.device.index is not None else torch.cuda.current_device()
+    if backend is None or backend == "":
+        backend = "cuda" if on_cuda else "cpu"
     return _context(backend, device, library=library)
 
 
@@ -59,6 +59,33 @@ def _new_output(hidden_states, out_dtype):
     return np.empty(shape, dtype=numpy_dtype(name))
 
 
+def shape_defaults(kw):
+    """routing, quant_format, top_k, num_experts and local_num_experts with their defaults filled in from the
+    arguments' shapes (python/README.md lists them); shared by the eager path and the torch op wrapper."""
+    topk_ids, logits, w13 = kw.get("topk_ids"), kw.get("router_logits"), kw["w13"]
+    routing = kw.get("routing")
+    if routing is None:
+        if topk_ids is None:
+            raise TypeError("fused_moe: routing= is required unless topk_ids/topk_weights are given "
+                            "(then it is PRECOMPUTED)")
+        routing = "PRECOMPUTED"
+    if kw.get("quant_format") is None:
+        raise TypeError("fused_moe: quant_format= is required (FP8_PER_TENSOR, FP8_BLOCK128, FP8_PER_CHANNEL)")
+    top_k = kw.get("top_k")
+    if top_k is None:
+        if topk_ids is None or len(topk_ids.shape) != 2:
+            raise TypeError("fused_moe: top_k= is required unless topk_ids [T,K] is given")
+        top_k = topk_ids.shape[1]
+    num_experts = kw.get("num_experts")
+    if num_experts is None:
+        num_experts = logits.shape[-1] if logits is not None and len(logits.shape) else w13.shape[0]
+    local = kw.get("local_num_experts")
+    if local is None:
+        local = w13.shape[0] if len(w13.shape) else 0
+    return dict(routing=routing, quant_format=kw["quant_format"], top_k=top_k, num_experts=num_experts,
+                local_num_experts=local)
+
+
 class _Call:
     """One filled fp8moe_moe_args with everything its pointers need kept alive."""
 
@@ -71,36 +98,16 @@ class _Call:
         a.struct_size = C.sizeof(a)
         a.error_message = C.cast(self.message, C.c_void_p)
         a.error_message_size = MESSAGE_BYTES
-        topk_ids = kw.get("topk_ids")
-        routing = kw.get("routing")
-        if routing is None:
-            if topk_ids is None:
-                raise TypeError("fused_moe: routing= is required unless topk_ids/topk_weights are given "
-                                "(then it is PRECOMPUTED)")
-            routing = "PRECOMPUTED"
-        quant_format = kw.get("quant_format")
-        if quant_format is None:
-            raise TypeError("fused_moe: quant_format= is required, one of " + ", ".join(caps.quant_formats))
-        a.routing_method = caps.lookup("routing_methods", routing, "routing")
-        a.quant_format = caps.lookup("quant_formats", quant_format, "quant_format")
+        kw = dict(kw, **shape_defaults(kw))
+        a.routing_method = caps.lookup("routing_methods", kw["routing"], "routing")
+        a.quant_format = caps.lookup("quant_formats", kw["quant_format"], "quant_format")
         a.activation = caps.lookup("activations", kw.get("activation") or "SWIGLU", "activation")
         a.gate_up_order = _gate_up_order(kw.get("gate_up_order"))
         a.flags = _abi.FLAG_WEIGHT_ON_INPUT if kw.get("weight_on_input") else 0
-        top_k = kw.get("top_k")
-        if top_k is None:
-            if topk_ids is None or len(topk_ids.shape) != 2:
-                raise TypeError("fused_moe: top_k= is required unless topk_ids [T,K] is given")
-            top_k = topk_ids.shape[1]
-        a.top_k = int(top_k)
-        w13 = kw["w13"]
-        logits = kw.get("router_logits")
-        num_experts = kw.get("num_experts")
-        if num_experts is None:
-            num_experts = logits.shape[-1] if logits is not None and len(logits.shape) else w13.shape[0]
-        a.num_experts = int(num_experts)
+        a.top_k = int(kw["top_k"])
+        a.num_experts = int(kw["num_experts"])
         a.local_expert_offset = int(kw.get("local_expert_offset") or 0)
-        local = kw.get("local_num_experts")
-        a.local_num_experts = int(w13.shape[0] if local is None and len(w13.shape) else (local or 0))
+        a.local_num_experts = int(kw["local_num_experts"])
         a.n_group = int(kw.get("n_group") or 0)
         a.topk_group = int(kw.get("topk_group") or 0)
         scale = kw.get("routed_scaling_factor")

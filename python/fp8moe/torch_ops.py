@@ -101,42 +101,25 @@ def _as_choice(value, default):
 
 def dispatch(hidden_states, kw):
     """fused_moe with torch tensors: resolve defaults from shapes, then call the custom op."""
-    topk_ids, logits, w13 = kw["topk_ids"], kw["router_logits"], kw["w13"]
-    routing = kw["routing"]
-    if routing is None:
-        if topk_ids is None:
-            raise TypeError("fused_moe: routing= is required unless topk_ids/topk_weights are given "
-                            "(then it is PRECOMPUTED)")
-        routing = "PRECOMPUTED"
-    if kw["quant_format"] is None:
-        raise TypeError("fused_moe: quant_format= is required")
-    top_k = kw["top_k"]
-    if top_k is None:
-        if topk_ids is None or topk_ids.dim() != 2:
-            raise TypeError("fused_moe: top_k= is required unless topk_ids [T,K] is given")
-        top_k = topk_ids.shape[1]
-    num_experts = kw["num_experts"]
-    if num_experts is None:
-        num_experts = logits.shape[-1] if logits is not None and logits.dim() else w13.shape[0]
-    local = kw["local_num_experts"]
-    if local is None:
-        local = w13.shape[0] if w13.dim() else 0
+    d = moe.shape_defaults(kw)
     backend, library = kw["backend"], kw["library"]
     ctx = kw["context"]
     if isinstance(ctx, Context):
         backend, library = ctx.backend, ctx.library.path
     if library is not None and not isinstance(library, str):
         library = library.path
+    tensors = {name: kw[name] for name in ("router_logits", "w13", "w13_scale", "w2", "w2_scale", "routing_bias",
+                                           "hidden_scale", "a1_scale", "a2_scale", "topk_ids", "topk_weights")}
+    scale = kw["routed_scaling_factor"]
     common = dict(
-        hidden_states=hidden_states, router_logits=logits, w13=w13, w13_scale=kw["w13_scale"], w2=kw["w2"],
-        w2_scale=kw["w2_scale"], routing_bias=kw["routing_bias"], hidden_scale=kw["hidden_scale"],
-        a1_scale=kw["a1_scale"], a2_scale=kw["a2_scale"], topk_ids=topk_ids, topk_weights=kw["topk_weights"],
-        routing=_as_choice(routing, ""), quant_format=_as_choice(kw["quant_format"], ""),
-        activation=_as_choice(kw["activation"], "SWIGLU"), gate_up_order=_as_choice(kw["gate_up_order"],
-                                                                                     "GATE_FIRST"),
-        top_k=int(top_k), num_experts=int(num_experts), local_expert_offset=int(kw["local_expert_offset"] or 0),
-        local_num_experts=int(local), n_group=int(kw["n_group"] or 0), topk_group=int(kw["topk_group"] or 0),
-        routed_scaling_factor=float(1.0 if kw["routed_scaling_factor"] is None else kw["routed_scaling_factor"]),
+        hidden_states=hidden_states, **tensors,
+        routing=_as_choice(d["routing"], ""), quant_format=_as_choice(d["quant_format"], ""),
+        activation=_as_choice(kw["activation"], "SWIGLU"),
+        gate_up_order=_as_choice(kw["gate_up_order"], "GATE_FIRST"),
+        top_k=int(d["top_k"]), num_experts=int(d["num_experts"]),
+        local_expert_offset=int(kw["local_expert_offset"] or 0), local_num_experts=int(d["local_num_experts"]),
+        n_group=int(kw["n_group"] or 0), topk_group=int(kw["topk_group"] or 0),
+        routed_scaling_factor=float(1.0 if scale is None else scale),
         weight_on_input=bool(kw["weight_on_input"]), backend=backend or "", library=library or "")
     out = kw["out"]
     extra = (kw["routing_ids_out"], kw["routing_weights_out"], kw["device_status"])
