@@ -49,7 +49,11 @@ echo "installed $(basename "$wheel")"
 
 # Outside the checkout, so that `import fp8moe` is the installed wheel and its bundled library.
 cd "$work"
-env -u FP8MOE_LIBRARY "$py" -c 'import fp8moe; lib = fp8moe.library(); print(lib); assert lib.found_by == "bundled in the wheel", lib'
+env -u FP8MOE_LIBRARY "$py" -c '
+import fp8moe
+lib = fp8moe.library()
+print(lib)
+assert lib.found_by == "bundled in the wheel", lib'
 
 echo "== README's Python example (installed wheel) =="
 "$py" - "$root/README.md" <<'PY'
@@ -62,8 +66,8 @@ PY
 
 echo "== pytest python/tests =="
 set +e
-env -u FP8MOE_LIBRARY FP8MOE_INFO="$work/lib/tools/fp8moe-info" "$venv/bin/pytest" -c "$root/python/pytest.ini" --rootdir "$root/python" -p no:cacheprovider \
-  -ra "$root/python/tests" 2>&1 | tee "$work/pytest.log"
+env -u FP8MOE_LIBRARY FP8MOE_INFO="$work/lib/tools/fp8moe-info" "$venv/bin/pytest" -c "$root/python/pytest.ini" \
+  --rootdir "$root/python" -p no:cacheprovider -ra "$root/python/tests" 2>&1 | tee "$work/pytest.log"
 status=${PIPESTATUS[0]}
 set -e
 if [ "$status" -eq 5 ]; then
