@@ -46,3 +46,6 @@ echo "example_deepseek_cuda: passed"]=] ${_example} ${_info})
   endif()
   set_tests_properties(${_fp8moe_first_run_tests} PROPERTIES LABELS abi TIMEOUT 300)
 endif()
+
+# The documented meaning of fp8moe_context_args.device_ordinal (abi/fp8moe.h).
+fp8moe_add_test(NAME test_device_ordinal SOURCES test_device_ordinal.c LABELS abi TIMEOUT 60)
