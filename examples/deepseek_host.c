@@ -371,8 +371,8 @@ int main(int argc, char** argv) {
   if (!ws) return 1;
   args.workspace = ws;
   args.workspace_size = ws_bytes;
-  printf("layer: T=%d H=%d I=%d E=%d K=%d n_group=%d topk_group=%d scale=%.2f, workspace %zu bytes\n", T, H, I, E, K,
-         N_GROUP, TOPK_GROUP, (double)ROUTED_SCALING_FACTOR, ws_bytes);
+  printf("layer: T=%d H=%d I=%d E=%d K=%d n_group=%d topk_group=%d scale=%.2f\n", T, H, I, E, K, N_GROUP, TOPK_GROUP,
+         (double)ROUTED_SCALING_FACTOR);
 
   double best = 1e30;
   for (int rep = 0; rep < 3; ++rep) {
@@ -418,10 +418,12 @@ int main(int argc, char** argv) {
       fprintf(stderr, "token %d: weights sum to %.6f, expected %.6f\n", t, (double)sum, (double)ROUTED_SCALING_FACTOR);
       ++errors;
     }
-    if (t < 3) {
-      printf("token %d:", t);
-      for (int k = 0; k < K; ++k) printf(" %3d:%.4f", ids[t * K + k], (double)weights[t * K + k]);
-      printf("  (sum %.4f, %d groups)\n", (double)sum, n_groups);
+    if (t < 3) { /* 80 columns: the experts, then their weights below them */
+      printf("token %d  experts", t);
+      for (int k = 0; k < K; ++k) printf(" %5d", ids[t * K + k]);
+      printf("  (%d groups)\n         weights", n_groups);
+      for (int k = 0; k < K; ++k) printf(" %5.3f", (double)weights[t * K + k]);
+      printf("  (sum %.3f)\n", (double)sum);
     }
   }
   double checksum = 0.0, abs_sum = 0.0;
@@ -440,7 +442,7 @@ int main(int argc, char** argv) {
     ++errors;
   }
   printf("output checksum: sum %.6f, sum|x| %.6f over %zu values\n", checksum, abs_sum, n_hidden);
-  printf("run: %.3f ms (best of 3)\n", best * 1e3);
+  printf("run: %.3f ms (best of 3), workspace %zu bytes\n", best * 1e3, ws_bytes);
   printf("deepseek_host sanity checks: %d passed, %d failed\n", checks - errors, errors);
 
   memory_release(&mem, ws);

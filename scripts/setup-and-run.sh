@@ -43,13 +43,15 @@ echo
 echo "== one DeepSeek-V3-shaped layer: $FP8MOE_BUILD_DIR/examples/fp8moe_example_deepseek =="
 "./$FP8MOE_BUILD_DIR/examples/fp8moe_example_deepseek" --backend auto
 
+b=$FP8MOE_BUILD_DIR
 cat <<NEXT
 
 == next ==
-  bash scripts/test.sh                     all tests (reuses this build; then an ASan+UBSan build)
-  $FP8MOE_BUILD_DIR/tools/fp8moe-info                the whole capability table (--json for programs)
-  $FP8MOE_BUILD_DIR/examples/fp8moe_example_deepseek --backend cpu|cuda   one layer on a given backend
-  bash scripts/package.sh                  .deb and .rpm packages (docs/PACKAGING.md)
-  bash tools/gpu-check.sh                  on an H100/H200: the GPU tests and compute-sanitizer
-  docs/ABI.md: loading the plugin from a host; docs/SPEC.md: what one layer computes
+bash scripts/test.sh          all tests (builds only the tests on top of this build)
+bash scripts/package.sh       .deb and .rpm packages (docs/PACKAGING.md)
+$b/tools/fp8moe-info       the whole capability table (--json for programs)
+$b/examples/fp8moe_example_deepseek --backend cpu|cuda
+                              one layer on the backend you name
+bash tools/gpu-check.sh       on an H100/H200: the GPU tests and compute-sanitizer
+docs/SPEC.md                  what one layer computes (docs/ABI.md: hosting it)
 NEXT

@@ -380,7 +380,7 @@ static void print_capabilities(printer* p, const fp8moe_capabilities* c) {
 static void print_summary(const fp8moe_api* api, const loaded* l, const fp8moe_negotiation* n) {
   uint32_t vmaj = 0, vmin = 0, vpat = 0;
   api->get_version(&vmaj, &vmin, &vpat);
-  printf("library   fp8moe %u.%u.%u, %s (found by %s)\n", vmaj, vmin, vpat, l->path, l->how);
+  printf("library   fp8moe %u.%u.%u (found by %s)\n          %s\n", vmaj, vmin, vpat, l->how, l->path);
   printf("ABI       %u.%u (this host: %d.%d, agreed minor %u)\n", n->plugin_abi_major, n->plugin_abi_minor,
          FP8MOE_ABI_VERSION_MAJOR, FP8MOE_ABI_VERSION_MINOR, n->agreed_minor);
   const int32_t backends[] = {FP8MOE_BACKEND_CPU, FP8MOE_BACKEND_CUDA};
@@ -393,12 +393,12 @@ static void print_summary(const fp8moe_api* api, const loaded* l, const fp8moe_n
       printf("backend   %-4s  unknown to this plugin\n", backend_name(backends[i]));
       continue;
     }
-    if (bi.available)
-      printf("backend   %-4s  available: %s\n", bi.name, bi.device_name[0] ? bi.device_name : "yes");
-    else if (!bi.compiled_in)
-      printf("backend   %-4s  not compiled in%s%s\n", bi.name, bi.reason[0] ? ": " : "", bi.reason);
-    else
-      printf("backend   %-4s  unavailable: %s\n", bi.name, bi.reason);
+    const char* state = bi.available ? "available" : bi.compiled_in ? "unavailable" : "not compiled in";
+    const char* detail = bi.available ? bi.device_name : bi.reason;
+    /* one line when it fits 80 columns, else the detail on the next */
+    int wide = 18 + (int)strlen(state) + 2 + (int)strlen(detail) > 80;
+    printf("backend   %-4s  %s%s%s%s\n", bi.name, state, detail[0] ? ":" : "", wide ? "\n            " : " ",
+           detail);
   }
   fp8moe_context_args ca;
   memset(&ca, 0, sizeof ca);
@@ -423,8 +423,7 @@ static void print_summary(const fp8moe_api* api, const loaded* l, const fp8moe_n
   memset(&caps, 0, sizeof caps);
   caps.struct_size = sizeof caps;
   if (api->query_capabilities(NULL, &caps) == FP8MOE_STATUS_OK)
-    printf("contract  %u routing methods, %u quantization formats, %u activations, %u arguments "
-           "(fp8moe-info prints the table)\n",
+    printf("contract  %u routing methods, %u quantization formats, %u activations, %u arguments\n",
            caps.routing_method_count, caps.quant_format_count, caps.activation_count, caps.argument_count);
 }
 

@@ -11,12 +11,12 @@ void fp8moe_cuda_unavailable_reason(cudaError_t count_error, int device_count, c
   if (cudaDriverGetVersion(&driver) != cudaSuccess) driver = 0;
   const int runtime = CUDART_VERSION; /* the runtime is linked statically: this is the one in use */
   if (driver == 0)
-    snprintf(out, size, "no CUDA driver: libcuda.so.1 is not installed (or not on the loader's path)");
+    snprintf(out, size, "no CUDA driver (libcuda.so.1 not found)");
   else if (count_error == cudaErrorInsufficientDriver)
-    snprintf(out, size, "CUDA driver too old: it supports CUDA %d.%d, this library's runtime needs %d.%d",
-             driver / 1000, driver % 1000 / 10, runtime / 1000, runtime % 1000 / 10);
+    snprintf(out, size, "CUDA driver too old: CUDA %d.%d, runtime needs %d.%d", driver / 1000, driver % 1000 / 10,
+             runtime / 1000, runtime % 1000 / 10);
   else if (count_error == cudaErrorNoDevice || (count_error == cudaSuccess && device_count == 0))
-    snprintf(out, size, "no CUDA device: the driver (CUDA %d.%d) sees none", driver / 1000, driver % 1000 / 10);
+    snprintf(out, size, "no CUDA device (driver: CUDA %d.%d)", driver / 1000, driver % 1000 / 10);
   else
     snprintf(out, size, "CUDA driver (CUDA %d.%d) failed: %s (%s)", driver / 1000, driver % 1000 / 10,
              cudaGetErrorName(count_error), cudaGetErrorString(count_error));
