@@ -47,11 +47,11 @@ b=$FP8MOE_BUILD_DIR
 cat <<NEXT
 
 == next ==
-bash scripts/test.sh          all tests (builds only the tests on top of this build)
+bash scripts/test.sh          all tests (adds only the tests to this build)
 bash scripts/package.sh       .deb and .rpm packages (docs/PACKAGING.md)
 $b/tools/fp8moe-info       the whole capability table (--json for programs)
 $b/examples/fp8moe_example_deepseek --backend cpu|cuda
                               one layer on the backend you name
-bash tools/gpu-check.sh       on an H100/H200: the GPU tests and compute-sanitizer
-docs/SPEC.md                  what one layer computes (docs/ABI.md: hosting it)
+bash tools/gpu-check.sh       on an H100/H200: GPU tests, compute-sanitizer
+docs/SPEC.md, docs/ABI.md    what a layer computes; how a host loads it
 NEXT

@@ -423,7 +423,7 @@ static void print_summary(const fp8moe_api* api, const loaded* l, const fp8moe_n
   memset(&caps, 0, sizeof caps);
   caps.struct_size = sizeof caps;
   if (api->query_capabilities(NULL, &caps) == FP8MOE_STATUS_OK)
-    printf("contract  %u routing methods, %u quantization formats, %u activations, %u arguments\n",
+    printf("contract  %u routing methods, %u quant formats, %u activations, %u arguments\n",
            caps.routing_method_count, caps.quant_format_count, caps.activation_count, caps.argument_count);
 }
 
