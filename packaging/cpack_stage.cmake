@@ -63,10 +63,13 @@ foreach(_component runtime tools dev)
   endif()
 
   # 2. the layout's own .pc and CMake package files (their relative paths depend on the libdir's depth)
+  #    (COPY_FILE, not COPY: COPY skips a destination with the same time stamp, and both copies are written by
+  #    the same configure run)
   if(EXISTS "${_root}/${_libdir}/pkgconfig/fp8moe.pc")
-    file(COPY "${_layout_dir}/fp8moe.pc" DESTINATION "${_root}/${_libdir}/pkgconfig")
-    file(COPY "${_layout_dir}/fp8moeConfig.cmake" "${_layout_dir}/fp8moeConfigVersion.cmake"
-         DESTINATION "${_root}/${_libdir}/cmake/fp8moe")
+    file(COPY_FILE "${_layout_dir}/fp8moe.pc" "${_root}/${_libdir}/pkgconfig/fp8moe.pc")
+    foreach(_file fp8moeConfig.cmake fp8moeConfigVersion.cmake)
+      file(COPY_FILE "${_layout_dir}/${_file}" "${_root}/${_libdir}/cmake/fp8moe/${_file}")
+    endforeach()
   endif()
 
   # 3. the library's mode
