@@ -5,7 +5,7 @@
  *
  *   fp8moe_example_deepseek [--backend auto|cpu|cuda] [LIBRARY]
  *
- * LIBRARY defaults to the SONAME libfp8moe.so.1 (from the build tree, the example's build RUNPATH finds the
+ * LIBRARY defaults to the SONAME libfp8moe.so.1 (from the build tree, the example's build RPATH finds the
  * build's library). --backend auto (the default) lets the plugin pick CUDA when a GPU is usable and says why
  * it did not otherwise; cuda insists on it. On CUDA the example places its tensors in device memory through the
  * CUDA runtime, which it also

@@ -11,7 +11,7 @@ echo "$name: $([ $f = 0 ] && echo passed || echo FAILED)"; exit $f]=])
   set(_example $<TARGET_FILE:fp8moe_example_deepseek>)
   set(_info $<TARGET_FILE:fp8moe-info>)
 
-  # No argument: the build RUNPATH resolves the SONAME to the build's library; AUTO says which backend and why.
+  # No argument: the build RPATH resolves the SONAME to the build's library; AUTO says which backend and why.
   add_test(NAME example_deepseek_default COMMAND bash -c "${_fp8moe_expect_run}" example_deepseek_default 0
     "^backend: (cpu|cuda) .*requested auto$" "sanity checks: [0-9]+ passed, 0 failed" "^run: [0-9.]+ ms" -- ${_example})
   add_test(NAME example_deepseek_help COMMAND bash -c "${_fp8moe_expect_run}" example_deepseek_help 0

@@ -2,13 +2,14 @@
  *
  *   fp8moe-info [--summary | --json] [--library PATH]
  *
- * Loads the plugin exactly as a host does (dlopen by PATH, else by SONAME libfp8moe.so.1; in the build tree
- * the SONAME resolves to the build's library through the tool's build RUNPATH), negotiates the ABI, and prints: where the library was loaded from, its runtime version, the
- * negotiated ABI version, every backend (compiled in, available, device, why not), and the full capability
- * table (routing methods, quantization formats, activations, arguments with their accepted dtypes, limits).
- * --json prints the same facts as one JSON document; --summary prints one screen: library, ABI, each backend
- * with the reason it is unavailable, the backend AUTO picks, and the size of the capability table. Exits 0 on success, 1 when the plugin cannot be loaded
- * or refuses negotiation, 2 on a usage error. */
+ * Loads the plugin exactly as a host does (dlopen by PATH, else by SONAME libfp8moe.so.1; in the build tree the
+ * SONAME resolves to the build's library through the tool's build RPATH), negotiates the ABI, and prints: where
+ * the library was loaded from, its runtime version, the negotiated ABI version, every backend (compiled in,
+ * available, device, why not), and the full capability table (routing methods, quantization formats,
+ * activations, arguments with their accepted dtypes, limits). --json prints the same facts as one JSON
+ * document; --summary prints one screen: library, ABI, each backend with the reason it is unavailable, the
+ * backend AUTO picks, and the size of the capability table. Exits 0 on success, 1 when the plugin cannot be
+ * loaded or refuses negotiation, 2 on a usage error. */
 #define _GNU_SOURCE /* dladdr: report the file the dynamic loader actually picked */
 #include <dlfcn.h>
 #include <stdarg.h>
