@@ -20,10 +20,12 @@ rm -rf "$out/_CPack_Packages"
 
 echo "== packages in $out"
 for deb in "$out"/*.deb; do
-  printf '%-44s %s\n' "$(basename "$deb")" "$(dpkg-deb -c "$deb" | awk '$1 !~ /^d/ {print $6}' | tr '\n' ' ')"
+  echo "$(basename "$deb")"
+  dpkg-deb -c "$deb" | awk '$1 !~ /^d/ {print "    " substr($6, 2) ($7 ? " " $7 " " $8 : "")}'
 done
 for rpm in "$out"/*.rpm; do
-  printf '%-44s %s\n' "$(basename "$rpm")" "$(rpm -qlp --nosignature "$rpm" 2>/dev/null | tr '\n' ' ')"
+  echo "$(basename "$rpm")"
+  rpm -qp --nosignature --qf '[%{FILEMODES:perms} %{FILENAMES}\n]' "$rpm" 2>/dev/null | sed -n 's/^[^d][^ ]* /    /p'
 done
 
 if command -v lintian > /dev/null; then
