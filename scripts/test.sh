@@ -7,10 +7,13 @@ jobs="$(nproc)"
 
 bash scripts/deps.sh
 
-echo "== default build =="
-cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo
-cmake --build build -j"$jobs"
-ctest --test-dir build --output-on-failure -j"$jobs"
+# The build scripts/setup-and-run.sh made (same directory and type): only the tests are left to build.
+# shellcheck source=scripts/build-config.sh
+source scripts/build-config.sh
+echo "== default build ($FP8MOE_BUILD_DIR, $FP8MOE_BUILD_TYPE) =="
+fp8moe_configure_default_build
+cmake --build "$FP8MOE_BUILD_DIR" -j"$jobs"
+ctest --test-dir "$FP8MOE_BUILD_DIR" --output-on-failure -j"$jobs"
 
 echo "== ASan + UBSan build (host code and tests) =="
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DFP8MOE_SANITIZE=ON -DFP8MOE_CUDA=OFF

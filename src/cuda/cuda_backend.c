@@ -9,6 +9,7 @@
 
 #include "cuda_internal.h"
 #include "cuda_plan.h"
+#include "cuda_probe_reason.h"
 #include "kernels_internal.h"
 #include "struct_size_internal.h"
 
@@ -40,10 +41,9 @@ static void cuda_probe(fp8moe_backend_info* info) {
   if (INFO_FITS(device_count)) info->device_count = e == cudaSuccess ? n : 0;
   if (INFO_FITS(reason)) info->reason[0] = '\0';
   if (e != cudaSuccess || n == 0) {
-    if (INFO_FITS(reason))
-      snprintf(info->reason, sizeof info->reason, "no usable CUDA driver or device (%s)",
-               e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
-    (void)cudaGetLastError(); /* the probe's error must not leak into the host's next cudaGetLastError */
+    char reason[sizeof info->reason];
+    fp8moe_cuda_unavailable_reason(e, n, reason, sizeof reason); /* also clears cudart's last error */
+    if (INFO_FITS(reason)) snprintf(info->reason, sizeof info->reason, "%s", reason);
     return;
   }
   fp8moe_cuda_impl d;
@@ -78,10 +78,12 @@ static void leave_device(int32_t ordinal, int prev) {
 static int32_t cuda_create(struct fp8moe_context* ctx, const fp8moe_context_args* args, fp8moe_err* err) {
   int n = 0;
   cudaError_t e = cudaGetDeviceCount(&n);
-  if (e != cudaSuccess) (void)cudaGetLastError();
-  RETURN_IF(e != cudaSuccess || n == 0, err, FP8MOE_STATUS_BACKEND_UNAVAILABLE,
-            "backend: no usable CUDA driver or device; got %s; expected at least one device",
-            e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
+  if (e != cudaSuccess || n == 0) {
+    char reason[160];
+    fp8moe_cuda_unavailable_reason(e, n, reason, sizeof reason);
+    return fp8moe_fail(err, FP8MOE_STATUS_BACKEND_UNAVAILABLE,
+                       "backend: CUDA is unavailable; got %s; expected a CUDA driver and a device", reason);
+  }
   RETURN_IF(args->device_ordinal >= n, err, FP8MOE_STATUS_INVALID_ARGUMENT,
             "device_ordinal: no such CUDA device; got %d; expected 0 to %d", (int)args->device_ordinal, n - 1);
   fp8moe_cuda_impl* impl = (fp8moe_cuda_impl*)calloc(1, sizeof *impl);
