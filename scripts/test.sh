@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # All the tests: the default build (CUDA backend compiled in when nvcc exists; `gpu` tests skip without a GPU)
-# and an ASan + UBSan build of the host code and tests (CPU backend).
+# an ASan + UBSan build of the host code and tests (CPU backend), then the Python package (python/tests).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs="$(nproc)"
@@ -20,3 +20,6 @@ cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DFP8MOE_SANITIZE=ON -DFP8MOE_
 cmake --build build-asan -j"$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j"$jobs" -LE "packaging|gpu"
+
+echo "== Python package (scripts/test-python.sh) =="
+bash scripts/test-python.sh
