@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# All the tests: the default build (CUDA backend compiled in when nvcc exists; `gpu` tests skip without a GPU)
+# All the tests: the default build (CUDA backend compiled in when nvcc exists; `gpu` tests skip without a GPU),
 # an ASan + UBSan build of the host code and tests (CPU backend), then the Python package (python/tests).
 set -euo pipefail
 cd "$(dirname "$0")/.."
