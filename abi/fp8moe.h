@@ -201,7 +201,7 @@ typedef struct fp8moe_context_args {
   char* error_message;       /* optional buffer for the reason of a non-OK status; default NULL */
   size_t error_message_size; /* its size in bytes; default 0 */
   int32_t backend;           /* FP8MOE_BACKEND_*; default AUTO */
-  int32_t device_ordinal;    /* CUDA device ordinal; ignored by the CPU backend; default 0 */
+  int32_t device_ordinal;    /* CUDA device ordinal, >= 0 with AUTO/CUDA; any value (e.g. -1) with CPU; default 0 */
   int32_t num_threads;       /* CPU worker threads; 0 = online cores; default 0 */
   uint32_t flags;            /* reserved, must be 0; default 0 */
   /* fields are only appended after this line */

@@ -299,6 +299,10 @@ static void print_point(const bench_point* p) {
          "%.2f of roofline  rel err %.1e\n",
          c->model->name, bench_format_short(c->format), bench_routing_name(p->routing), (long long)p->T, p->median_us,
          p->p90_us, p->route_us, p->tflops, p->weight_gbs, p->fraction, p->rel_err);
+  if (p->n_stages) {
+    printf("    stages (prefix-graph differences, µs):");
+    for (int k = 0; k < p->n_stages; ++k) printf(" %s %.1f%s", p->stage_name[k], p->stage_us[k], k + 1 < p->n_stages ? "," : "\n");
+  }
 }
 
 static void run_case_group(bench* b, size_t first, size_t last) {

@@ -29,8 +29,10 @@ static void fmt_us(char* b, size_t n, double us) {
 void bench_write_rooflines_markdown(FILE* f, const bench_run* run) {
   const bench_rooflines* r = &run->roof;
   fprintf(f, "| ceiling | reading |\n|---|---|\n");
-  fprintf(f, "| HBM streaming read (own kernel, %.1f GiB) | %.0f GB/s%s |\n", r->read_bytes / 1073741824.0, r->read_gbs,
-          r->measured ? "" : " (default, not measured)");
+  if (r->measured)
+    fprintf(f, "| HBM streaming read (own kernel, %.1f GiB) | %.0f GB/s |\n", r->read_bytes / 1073741824.0, r->read_gbs);
+  else
+    fprintf(f, "| HBM streaming read | %.0f GB/s (not measured: docs/PERFORMANCE.md's reading) |\n", r->read_gbs);
   fprintf(f, "| device-to-device copy (read + write) | %.0f GB/s |\n", r->copy_gbs);
   fprintf(f, "| cuBLASLt FP8 8192³, per-tensor | %.0f TFLOP/s |\n", r->dense.tensor_tflops);
   fprintf(f, "| cuBLASLt FP8 8192³, 1×128 · 128×128 blocks | %.0f TFLOP/s |\n", r->dense.block_tflops);
@@ -43,6 +45,24 @@ void bench_write_rooflines_markdown(FILE* f, const bench_run* run) {
             c->format == FP8MOE_QUANT_FP8_BLOCK128 ? g->block_tflops : g->tensor_tflops);
   }
   if (r->gemm_note[0]) fprintf(f, "\nNote: %s\n", r->gemm_note);
+}
+
+/* Per-stage times (--stages): one line per point, stages in launch order. */
+static void write_stages_markdown(FILE* f, const bench_run* run) {
+  int any = 0;
+  for (int i = 0; i < run->n_points; ++i) any |= run->points[i].n_stages > 0;
+  if (!any) return;
+  fprintf(f, "\nStages (µs; each the difference of two prefix graphs of the captured run, cold L2):\n\n");
+  fprintf(f, "| shape | format | routing | T | stages |\n|---|---|---|---|---|\n");
+  for (int i = 0; i < run->n_points; ++i) {
+    const bench_point* p = &run->points[i];
+    if (!p->n_stages) continue;
+    const bench_case* c = bench_case_at((size_t)p->case_index);
+    fprintf(f, "| %s | %s | %s | %lld | ", c->model->name, bench_format_short(c->format), bench_routing_name(p->routing),
+            (long long)p->T);
+    for (int k = 0; k < p->n_stages; ++k) fprintf(f, "%s%s %.1f", k ? ", " : "", p->stage_name[k], p->stage_us[k]);
+    fprintf(f, " |\n");
+  }
 }
 
 void bench_write_markdown(FILE* f, const bench_run* run) {
@@ -66,6 +86,7 @@ void bench_write_markdown(FILE* f, const bench_run* run) {
             p->n_replays ? (p->floor.compute_bound ? "compute" : "memory") : "–", p->fraction, peer, ratio, p->rel_err,
             status_name(p->status), p->note[0] ? ": " : "", p->note);
   }
+  write_stages_markdown(f, run);
 }
 
 /* ---- JSON ---- */

@@ -4,6 +4,8 @@ chart, or print its Markdown table again.
 
   bench_report.py validate REPORT.json        exit 1 and name the field when the report is malformed
   bench_report.py plot REPORT.json OUT.png    fraction of roofline vs T, one line per shape (matplotlib)
+  bench_report.py compare A.json B.json [MAX] median spread per point of two runs; exit 1 when a
+                                              memory-bound point differs by more than MAX (default 0.03)
   bench_report.py selftest REPORT.json        validate, then prove the validator rejects broken copies
 """
 import copy
@@ -105,6 +107,27 @@ def plot(doc, out):
     fig.savefig(out, dpi=120)
 
 
+def compare(a, b, max_spread):
+    """Relative spread |a-b|/min(a,b) of the medians of the points both runs measured."""
+    key = lambda p: (p["shape"], p["format"], p["routing"], p["T"])
+    ok = lambda p: p["status"] == "ok" and p["median_us"]
+    pb = {key(p): p for p in b["points"] if ok(p)}
+    worst = {"memory": (0.0, None), "compute": (0.0, None)}
+    rows = 0
+    for p in a["points"]:
+        q = pb.get(key(p))
+        if not ok(p) or q is None:
+            continue
+        rows += 1
+        spread = abs(p["median_us"] - q["median_us"]) / min(p["median_us"], q["median_us"])
+        if spread > worst[p["bound"]][0]:
+            worst[p["bound"]] = (spread, key(p))
+    print(f"compared {rows} points ({a['commit']} at {a['date']} vs {b['commit']} at {b['date']})")
+    for bound, (spread, where) in worst.items():
+        print(f"  {bound}-bound: largest median spread {100 * spread:.2f} %" + (f" at {where}" if where else ""))
+    return 1 if worst["memory"][0] > max_spread else 0
+
+
 def selftest(path):
     doc = load(path)
     validate(doc)
@@ -128,11 +151,19 @@ def selftest(path):
 
 
 def main(argv):
-    if len(argv) < 3 or argv[1] not in ("validate", "plot", "selftest"):
+    if len(argv) < 3 or argv[1] not in ("validate", "plot", "selftest", "compare"):
         print(__doc__, file=sys.stderr)
         return 2
     if argv[1] == "selftest":
         return selftest(argv[2])
+    if argv[1] == "compare":
+        if len(argv) < 4:
+            print(__doc__, file=sys.stderr)
+            return 2
+        docs = [load(argv[2]), load(argv[3])]
+        for d in docs:
+            validate(d)
+        return compare(docs[0], docs[1], float(argv[4]) if len(argv) > 4 else 0.03)
     doc = load(argv[2])
     try:
         validate(doc)

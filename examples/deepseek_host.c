@@ -3,11 +3,14 @@
  * groups, routed scaling 2.5, FP8 128x128 block weights) at a reduced hidden size so it runs in a second
  * on a CPU.
  *
- *   fp8moe_example_deepseek [--backend cpu|auto] [LIBRARY]
+ *   fp8moe_example_deepseek [--backend auto|cpu|cuda] [LIBRARY]
  *
- * LIBRARY defaults to the SONAME libfp8moe.so.1. With --backend auto the plugin picks CUDA when a GPU is
- * usable; the example then places its tensors in device memory through the CUDA runtime, which it also
- * loads with dlopen (the host never links CUDA, like the plugin itself). Exits non-zero on any error. */
+ * LIBRARY defaults to the SONAME libfp8moe.so.1 (from the build tree, the example's build RPATH finds the
+ * build's library). --backend auto (the default) lets the plugin pick CUDA when a GPU is usable and says why
+ * it did not otherwise; cuda insists on it. On CUDA the example places its tensors in device memory through the
+ * CUDA runtime, which it also
+ * loads with dlopen (the host never links CUDA, like the plugin itself). Exits 0 when the run and its checks
+ * pass, 1 on any error, 2 on a usage error. */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <dlfcn.h>
 #include <math.h>
@@ -167,21 +170,46 @@ static int offers_deepseek_block128(const fp8moe_capabilities* caps) {
   return method && format;
 }
 
+static int usage(FILE* to, const char* argv0, int code) {
+  fprintf(to,
+          "usage: %s [--backend auto|cpu|cuda] [LIBRARY]\n"
+          "Runs one DeepSeek-V3-shaped MoE layer through the fp8moe plugin and checks the routing.\n"
+          "  --backend  auto (default): CUDA when a GPU is usable, else the CPU; cpu or cuda: that one\n"
+          "  LIBRARY    the plugin to dlopen (default: the SONAME libfp8moe.so.%d)\n",
+          argv0, FP8MOE_ABI_VERSION_MAJOR);
+  return code;
+}
+
+/* Why the CUDA backend is not the one running: the plugin's own reason. */
+static void explain_cuda(const fp8moe_api* api) {
+  fp8moe_backend_info bi;
+  memset(&bi, 0, sizeof bi);
+  bi.struct_size = sizeof bi;
+  bi.backend = FP8MOE_BACKEND_CUDA;
+  if (api->backend_info(&bi) != FP8MOE_STATUS_OK) return;
+  if (!bi.compiled_in) printf("         cuda not used: not compiled into this library\n");
+  else if (!bi.available) printf("         cuda not used: %s\n", bi.reason);
+}
+
 int main(int argc, char** argv) {
-  const char* library = "libfp8moe.so.1";
-  int32_t backend = FP8MOE_BACKEND_CPU;
+  char soname[32];
+  snprintf(soname, sizeof soname, "libfp8moe.so.%d", FP8MOE_ABI_VERSION_MAJOR);
+  const char* library = soname;
+  int32_t backend = FP8MOE_BACKEND_AUTO;
   for (int i = 1; i < argc; ++i) {
-    if (strcmp(argv[i], "--backend") == 0 && i + 1 < argc) {
+    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+      return usage(stdout, argv[0], 0);
+    } else if (strcmp(argv[i], "--backend") == 0 && i + 1 < argc) {
       ++i;
       if (strcmp(argv[i], "cpu") == 0) backend = FP8MOE_BACKEND_CPU;
+      else if (strcmp(argv[i], "cuda") == 0) backend = FP8MOE_BACKEND_CUDA;
       else if (strcmp(argv[i], "auto") == 0) backend = FP8MOE_BACKEND_AUTO;
       else {
-        fprintf(stderr, "unknown backend '%s' (cpu or auto)\n", argv[i]);
+        fprintf(stderr, "unknown backend '%s' (auto, cpu or cuda)\n", argv[i]);
         return 2;
       }
     } else if (argv[i][0] == '-') {
-      fprintf(stderr, "usage: %s [--backend cpu|auto] [LIBRARY]\n", argv[0]);
-      return 2;
+      return usage(stderr, argv[0], 2);
     } else {
       library = argv[i];
     }
@@ -212,8 +240,8 @@ int main(int argc, char** argv) {
   }
   uint32_t vmaj, vmin, vpat;
   api->get_version(&vmaj, &vmin, &vpat);
-  printf("fp8moe %u.%u.%u from %s, ABI %u.%u (agreed minor %u)\n", vmaj, vmin, vpat, library, n.plugin_abi_major,
-         n.plugin_abi_minor, n.agreed_minor);
+  printf("library: fp8moe %u.%u.%u (%s), ABI %u.%u, agreed minor %u\n", vmaj, vmin, vpat, library,
+         n.plugin_abi_major, n.plugin_abi_minor, n.agreed_minor);
 
   /* 2. a context */
   char message[512] = "";
@@ -236,7 +264,10 @@ int main(int argc, char** argv) {
     fprintf(stderr, "context_info failed\n");
     return 1;
   }
-  printf("backend: %s (%s)\n", ci.backend == FP8MOE_BACKEND_CUDA ? "cuda" : "cpu", ci.device_name);
+  static const char* const requested[] = {"auto", "cpu", "cuda"};
+  printf("backend: %s (%s), requested %s\n", ci.backend == FP8MOE_BACKEND_CUDA ? "cuda" : "cpu", ci.device_name,
+         backend >= 0 && backend <= 2 ? requested[backend] : "?");
+  if (ci.backend != FP8MOE_BACKEND_CUDA) explain_cuda(api);
 
   memory mem;
   memset(&mem, 0, sizeof mem);
@@ -340,8 +371,8 @@ int main(int argc, char** argv) {
   if (!ws) return 1;
   args.workspace = ws;
   args.workspace_size = ws_bytes;
-  printf("layer: T=%d H=%d I=%d E=%d K=%d n_group=%d topk_group=%d scale=%.2f, workspace %zu bytes\n", T, H, I, E, K,
-         N_GROUP, TOPK_GROUP, (double)ROUTED_SCALING_FACTOR, ws_bytes);
+  printf("layer: T=%d H=%d I=%d E=%d K=%d n_group=%d topk_group=%d scale=%.2f\n", T, H, I, E, K, N_GROUP, TOPK_GROUP,
+         (double)ROUTED_SCALING_FACTOR);
 
   double best = 1e30;
   for (int rep = 0; rep < 3; ++rep) {
@@ -387,10 +418,12 @@ int main(int argc, char** argv) {
       fprintf(stderr, "token %d: weights sum to %.6f, expected %.6f\n", t, (double)sum, (double)ROUTED_SCALING_FACTOR);
       ++errors;
     }
-    if (t < 3) {
-      printf("token %d:", t);
-      for (int k = 0; k < K; ++k) printf(" %3d:%.4f", ids[t * K + k], (double)weights[t * K + k]);
-      printf("  (sum %.4f, %d groups)\n", (double)sum, n_groups);
+    if (t < 3) { /* 80 columns: the experts, then their weights below them */
+      printf("token %d  experts", t);
+      for (int k = 0; k < K; ++k) printf(" %5d", ids[t * K + k]);
+      printf("  (%d groups)\n         weights", n_groups);
+      for (int k = 0; k < K; ++k) printf(" %5.3f", (double)weights[t * K + k]);
+      printf("  (sum %.3f)\n", (double)sum);
     }
   }
   double checksum = 0.0, abs_sum = 0.0;
@@ -409,7 +442,7 @@ int main(int argc, char** argv) {
     ++errors;
   }
   printf("output checksum: sum %.6f, sum|x| %.6f over %zu values\n", checksum, abs_sum, n_hidden);
-  printf("run: %.3f ms (best of 3)\n", best * 1e3);
+  printf("run: %.3f ms (best of 3), workspace %zu bytes\n", best * 1e3, ws_bytes);
   printf("deepseek_host sanity checks: %d passed, %d failed\n", checks - errors, errors);
 
   memory_release(&mem, ws);

@@ -97,7 +97,10 @@ typedef struct fp8moe_quantize_input_args {
 } fp8moe_quantize_input_args;
 int fp8moe_launch_quantize_input(const fp8moe_quantize_input_args* a, cudaStream_t stream);
 
-/* ---- gemm1.cu: grouped x·W13ᵀ, activation, requantization of the intermediate ---- */
+/* ---- GEMM1 (kernels/gemm/gemm1_*.cu): grouped x·W13ᵀ, activation, requantization of the intermediate.
+ * Two kernels take these args, chosen by the host's kernel plan (src/cuda/cuda_plan.c): mma.sync
+ * (fp8moe_launch_gemm1, any sm_89+, tile_m 16 or 64) and wgmma + TMA (fp8moe_launch_gemm1_sm90, sm_90a only,
+ * tile_m 64). ---- */
 #define FP8MOE_SCALE_TENSOR 0 /* one scale per matrix */
 #define FP8MOE_SCALE_BLOCK 1  /* activation 1×128, weight 128×128 */
 #define FP8MOE_SCALE_ROW 2    /* activation per row, weight per output row */
@@ -125,8 +128,13 @@ typedef struct fp8moe_gemm1_args {
   int32_t max_tiles;
   int32_t tile_m;              /* as permute.cu used */
   int32_t max_ctas;            /* persistent CTAs to launch at most (SMs × CTAs per SM) */
+  int32_t E_local;             /* experts in w (the sm90 kernel's tensor map spans them) */
+  void* tma_encode;            /* sm90 only: the driver's cuTensorMapEncodeTiled (fp8moe_prepare_gemm_sm90) */
 } fp8moe_gemm1_args;
 int fp8moe_launch_gemm1(const fp8moe_gemm1_args* a, cudaStream_t stream);
+/* sm_90a: needs tile_m 64, w 16-byte aligned with strides multiples of 16, a->tma_encode; encodes the weight
+ * tensor map on the host (no allocation, no synchronization) and passes it as a kernel parameter. */
+int fp8moe_launch_gemm1_sm90(const fp8moe_gemm1_args* a, cudaStream_t stream);
 /* Raises GEMM1's dynamic shared-memory limit on the current device (once, at context creation: not a
  * stream operation, so never inside run). */
 int fp8moe_prepare_gemm1(void);
@@ -143,7 +151,7 @@ typedef struct fp8moe_quantize_rows_args {
 } fp8moe_quantize_rows_args;
 int fp8moe_launch_quantize_rows(const fp8moe_quantize_rows_args* a, cudaStream_t stream);
 
-/* ---- gemm2.cu: grouped a2·W2ᵀ into fp32 rows ---- */
+/* ---- GEMM2 (kernels/gemm/gemm2_*.cu): grouped a2·W2ᵀ into fp32 rows; two kernels as GEMM1 ---- */
 typedef struct fp8moe_gemm2_args {
   const uint8_t* a2q;          /* [rows, I] */
   fp8moe_kref a2_scale;        /* TENSOR [0]; BLOCK [r*s0 + kb]; ROW [r*s0] */
@@ -155,9 +163,18 @@ typedef struct fp8moe_gemm2_args {
   int32_t H, I, scale_mode, max_tiles, tile_m;
   int32_t max_ctas;            /* persistent CTAs to launch at most */
   float* y;                    /* [rows, H] */
+  int32_t E_local;
+  void* tma_encode;            /* sm90 only, as GEMM1 */
 } fp8moe_gemm2_args;
 int fp8moe_launch_gemm2(const fp8moe_gemm2_args* a, cudaStream_t stream);
 int fp8moe_prepare_gemm2(void); /* as fp8moe_prepare_gemm1 */
+/* sm_90a: as fp8moe_launch_gemm1_sm90, and H a multiple of 256 (tiles of 2×128 columns). */
+int fp8moe_launch_gemm2_sm90(const fp8moe_gemm2_args* a, cudaStream_t stream);
+/* Compute capability 9.0 only, at context creation: raises the sm90 GEMMs' shared-memory limits and looks up
+ * the driver's cuTensorMapEncodeTiled through cudart (no link-time libcuda dependency); *tma_encode stays
+ * NULL when the driver lacks it or the device refuses the kernels' shared memory (the plan then keeps the
+ * mma.sync rows). */
+int fp8moe_prepare_gemm_sm90(void** tma_encode);
 
 /* ---- combine.cu: out[t] = Σ_k w[t,k]·y[row(t,k)] in slot order ---- */
 typedef struct fp8moe_combine_args {

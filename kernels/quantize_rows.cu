@@ -1,6 +1,6 @@
 /* quantize_rows.cu — the deferred requantization of GEMM1's fp32 intermediate, for the formats whose
  * scale needs more than one GEMM1 tile: dynamic per-tensor (amax over all local rows) and per-row
- * (amax over the row's I values). Contract: inter [rows, I] fp32 and amax bits from gemm1.cu; writes
+ * (amax over the row's I values). Contract: inter [rows, I] fp32 and amax bits from GEMM1 (kernels/gemm/); writes
  * a2q [rows, I] e4m3 = e4m3(a / s) with s = max(amax/448, FLT_MIN) and the scale (a2s[0] or a2s[r]).
  * Launch: one block of 256 threads per row of the used tiles (grid max_tiles·tile_m; extra rows exit). */
 #include "common.cuh"

@@ -4,3 +4,9 @@
 if(CPACK_GENERATOR STREQUAL "RPM" AND NOT RPM_EXECUTABLE)
   find_program(RPM_EXECUTABLE rpm)
 endif()
+
+# CPackDeb prepends CPACK_PACKAGE_DESCRIPTION_SUMMARY to every component's description; each component's
+# description already starts with its own synopsis line (packaging/CMakeLists.txt).
+if(CPACK_GENERATOR STREQUAL "DEB")
+  unset(CPACK_PACKAGE_DESCRIPTION_SUMMARY)
+endif()

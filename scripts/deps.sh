@@ -3,8 +3,10 @@
 # The CUDA toolkit is optional: without nvcc the library builds with the CPU backend only.
 set -euo pipefail
 
+# lintian, rpmlint: the packaging tests lint the .deb/.rpm; devscripts: hardening-check, a second opinion in the
+# hardening test.
 packages=(build-essential cmake pkg-config python3 file binutils
-          dpkg-dev rpm rpm2cpio cpio abigail-tools)
+          dpkg-dev rpm rpm2cpio cpio abigail-tools lintian rpmlint devscripts)
 
 missing=()
 for p in "${packages[@]}"; do

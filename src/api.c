@@ -157,8 +157,10 @@ static int32_t create_context(const fp8moe_context_args* args, fp8moe_context** 
             (unsigned)a.flags);
   RETURN_IF(a.num_threads < 0, err, FP8MOE_STATUS_INVALID_ARGUMENT,
             "num_threads: must not be negative; got %d; expected >= 0 (0 = online cores)", (int)a.num_threads);
-  RETURN_IF(a.device_ordinal < 0, err, FP8MOE_STATUS_INVALID_ARGUMENT,
-            "device_ordinal: must not be negative; got %d; expected >= 0", (int)a.device_ordinal);
+  /* The CPU backend ignores the ordinal (hosts pass -1 for "no device"); AUTO may resolve to CUDA. */
+  RETURN_IF(a.device_ordinal < 0 && a.backend != FP8MOE_BACKEND_CPU, err, FP8MOE_STATUS_INVALID_ARGUMENT,
+            "device_ordinal: must not be negative with backend AUTO or CUDA; got %d; expected >= 0 (any value "
+            "with backend CPU)", (int)a.device_ordinal);
   int32_t backend = FP8MOE_BACKEND_CPU;
   FORWARD_IF_ERROR(resolve_backend(&a, &backend, err));
 

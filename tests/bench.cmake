@@ -20,7 +20,7 @@ if(TARGET fp8moe-bench)
   set(_bench_quick --shape qwen3-30b-a3b --tokens 1,64 --replays 5 --warmup 1 --no-rooflines --check-tokens 8)
   add_test(NAME bench_gpu_smoke COMMAND fp8moe-bench ${_bench_quick} --stages)
   add_test(NAME bench_gpu_planted_wrong_scale
-           COMMAND sh -c "\"$0\" \"$@\" > /dev/null; rc=$?; [ $rc -eq 77 ] && exit 77; [ $rc -eq 1 ]"
+           COMMAND sh -c "out=$(\"$0\" \"$@\"); rc=$?; printf '%s\\n' \"$out\" | grep -E 'CHECK FAILED|skipped|points'; [ $rc -eq 77 ] && exit 77; [ $rc -eq 1 ]"
                    $<TARGET_FILE:fp8moe-bench> ${_bench_quick} --plant-wrong-scale)
   set_tests_properties(bench_gpu_smoke bench_gpu_planted_wrong_scale PROPERTIES
                        LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 300

@@ -36,3 +36,21 @@ add_test(NAME packaging_abi_gate_selftest
           "${CMAKE_C_COMPILER}" "${_fp8moe_pkg_work}/abi_fake_plugin.map")
 set_tests_properties(packaging_abi_gate packaging_abi_gate_selftest PROPERTIES
   LABELS "packaging;abi" SKIP_RETURN_CODE 77 TIMEOUT 300)
+
+# Hardening (cmake/hardening.cmake) on the library and the tools as built: RELRO, BIND_NOW, no executable stack,
+# stack protector, FORTIFY, CET landing pads, PIE. Not for sanitizer or Debug builds, which are built without
+# FORTIFY on purpose. The self-test shows that the check refuses a library built without the flags.
+if(NOT FP8MOE_SANITIZE AND NOT CMAKE_BUILD_TYPE STREQUAL "Debug")
+  set(_fp8moe_hardened_files "$<TARGET_FILE:fp8moe>")
+  foreach(_exe fp8moe-info fp8moe_example_deepseek)
+    if(TARGET ${_exe})
+      list(APPEND _fp8moe_hardened_files "$<TARGET_FILE:${_exe}>")
+    endif()
+  endforeach()
+  add_test(NAME packaging_hardening
+    COMMAND bash "${_fp8moe_pkg_tests}/check_hardening.sh" check ${_fp8moe_hardened_files})
+  add_test(NAME packaging_hardening_selftest
+    COMMAND bash "${_fp8moe_pkg_tests}/check_hardening.sh" selftest "${CMAKE_C_COMPILER}"
+            "${_fp8moe_pkg_work}/hardening_selftest")
+  set_tests_properties(packaging_hardening packaging_hardening_selftest PROPERTIES LABELS "packaging" TIMEOUT 300)
+endif()

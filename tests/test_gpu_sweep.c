@@ -3,7 +3,8 @@
  * gate/up order, static scales and expert-parallel shards varied across rows), the TESTING.md regression
  * cases that concern a backend (exact ties, non-finite logits and hidden states, PRECOMPUTED out-of-range
  * ids counted in device_status, T = 0, shards summing to the full layer), CUDA-graph capture + replay and
- * two streams running different problems on one context. Outputs are poisoned before every GPU run.
+ * two streams running different problems on one context, and the kernel plan's large-M rows. Outputs are
+ * poisoned before every GPU run.
  * `--quick` runs a subset (for compute-sanitizer). Skipped (77) without a usable CUDA device. */
 #include <cuda_runtime_api.h>
 #include <math.h>
@@ -144,6 +145,58 @@ static void sweep(suite* s) {
         pg_free(&p);
       }
     }
+  }
+}
+
+/* The kernel plan's large-M rows (docs/GPU.md): every format × activation × gate/up order with enough rows
+ * per expert for 64-row tiles (on Hopper the wgmma kernels), both e4m3 and bf16 inputs and static and dynamic
+ * scales; H = 384, where GEMM2 takes the mma.sync row (H not a multiple of 256) behind the wgmma GEMM1; and the
+ * input-side token weight on an e4m3 input. */
+static void plan_rows(suite* s) {
+  static const int32_t formats[] = {FP8MOE_QUANT_FP8_PER_TENSOR, FP8MOE_QUANT_FP8_BLOCK128,
+                                    FP8MOE_QUANT_FP8_PER_CHANNEL};
+  int i = 0;
+  for (size_t f = 0; f < sizeof formats / sizeof formats[0]; ++f)
+    for (int32_t act = FP8MOE_ACTIVATION_SWIGLU; act <= FP8MOE_ACTIVATION_GEGLU; ++act)
+      for (int32_t order = FP8MOE_GATE_UP_GATE_FIRST; order <= FP8MOE_GATE_UP_UP_FIRST; ++order)
+        for (int64_t H = 256; H <= 384; H += 128, ++i) {
+          if (H == 384 && (act != FP8MOE_ACTIVATION_SWIGLU || order != FP8MOE_GATE_UP_GATE_FIRST)) continue;
+          if (s->quick && i % 3 != 0) continue;
+          pg_config c;
+          base_config(&c, FP8MOE_ROUTING_RENORMALIZE, formats[f], 3); /* T = 301, E = 16, K = 4 */
+          c.H = H;
+          c.I = 256 + 128 * (i % 3);
+          c.activation = act;
+          c.gate_up_order = order;
+          c.hidden_dtype = (i % 3 == 1) ? TEST_E4M3 : TEST_BF16;
+          c.a1_static = (i % 2 == 0);
+          c.a2_static = (i % 4 < 2);
+          c.seed = 5000 + (uint64_t)i;
+          pg_problem p;
+          if (pg_generate(&p, &c) != 0) {
+            CHECK(0, "pg_generate failed");
+            continue;
+          }
+          compare_one(s, &p, "plan");
+          pg_free(&p);
+        }
+  /* The token weight on an e4m3 input, applied in GEMM1's epilogue (LLAMA4 routing, K = 1): T = 600 gives
+   * 37 rows per expert, the large-M rows. */
+  for (size_t f = 0; f < sizeof formats / sizeof formats[0]; ++f, ++i) {
+    if (s->quick && f != 1) continue;
+    pg_config c;
+    base_config(&c, FP8MOE_ROUTING_LLAMA4, formats[f], 3);
+    c.T = 600;
+    c.hidden_dtype = TEST_E4M3;
+    c.gate_up_order = f % 2 ? FP8MOE_GATE_UP_UP_FIRST : FP8MOE_GATE_UP_GATE_FIRST;
+    c.seed = 5000 + (uint64_t)i;
+    pg_problem p;
+    if (pg_generate(&p, &c) != 0) {
+      CHECK(0, "pg_generate failed");
+      continue;
+    }
+    compare_one(s, &p, "plan");
+    pg_free(&p);
   }
 }
 
@@ -456,6 +509,7 @@ int main(int argc, char** argv) {
           (int)ci.graph_capturable, (int)ci.sm_count, (int)ci.compute_capability);
     printf("context: %s, %d SMs, cc %d\n", ci.device_name, (int)ci.sm_count, (int)ci.compute_capability);
     sweep(&s);
+    plan_rows(&s);
     regression_ties(&s);
     regression_nonfinite(&s);
     regression_precomputed_range(&s);

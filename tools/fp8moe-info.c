@@ -1,13 +1,15 @@
 /* fp8moe-info — what the installed fp8moe plugin offers on this machine, in the spirit of vulkaninfo.
  *
- *   fp8moe-info [--json] [--library PATH]
+ *   fp8moe-info [--summary | --json] [--library PATH]
  *
- * Loads the plugin exactly as a host does (dlopen by PATH, else by SONAME libfp8moe.so.1, else the build
- * tree's copy), negotiates the ABI, and prints: where the library was loaded from, its runtime version, the
- * negotiated ABI version, every backend (compiled in, available, device, why not), and the full capability
- * table (routing methods, quantization formats, activations, arguments with their accepted dtypes, limits).
- * --json prints the same facts as one JSON document. Exits 0 on success, 1 when the plugin cannot be loaded
- * or refuses negotiation, 2 on a usage error. */
+ * Loads the plugin exactly as a host does (dlopen by PATH, else by SONAME libfp8moe.so.1; in the build tree the
+ * SONAME resolves to the build's library through the tool's build RPATH), negotiates the ABI, and prints: where
+ * the library was loaded from, its runtime version, the negotiated ABI version, every backend (compiled in,
+ * available, device, why not), and the full capability table (routing methods, quantization formats,
+ * activations, arguments with their accepted dtypes, limits). --json prints the same facts as one JSON
+ * document; --summary prints one screen: library, ABI, each backend with the reason it is unavailable, the
+ * backend AUTO picks, and the size of the capability table. Exits 0 on success, 1 when the plugin cannot be
+ * loaded or refuses negotiation, 2 on a usage error. */
 #define _GNU_SOURCE /* dladdr: report the file the dynamic loader actually picked */
 #include <dlfcn.h>
 #include <stdarg.h>
@@ -375,22 +377,73 @@ static void print_capabilities(printer* p, const fp8moe_capabilities* c) {
   obj_close(p);
 }
 
-static int usage(const char* argv0) {
-  fprintf(stderr, "usage: %s [--json] [--library PATH]\n", argv0);
-  return 2;
+/* One line per backend and the backend AUTO would pick: what a user needs to know before running a layer. */
+static void print_summary(const fp8moe_api* api, const loaded* l, const fp8moe_negotiation* n) {
+  uint32_t vmaj = 0, vmin = 0, vpat = 0;
+  api->get_version(&vmaj, &vmin, &vpat);
+  printf("library   fp8moe %u.%u.%u (found by %s)\n          %s\n", vmaj, vmin, vpat, l->how, l->path);
+  printf("ABI       %u.%u (this host: %d.%d, agreed minor %u)\n", n->plugin_abi_major, n->plugin_abi_minor,
+         FP8MOE_ABI_VERSION_MAJOR, FP8MOE_ABI_VERSION_MINOR, n->agreed_minor);
+  const int32_t backends[] = {FP8MOE_BACKEND_CPU, FP8MOE_BACKEND_CUDA};
+  for (int i = 0; i < COUNT(backends); ++i) {
+    fp8moe_backend_info bi;
+    memset(&bi, 0, sizeof bi);
+    bi.struct_size = sizeof bi;
+    bi.backend = backends[i];
+    if (api->backend_info(&bi) != FP8MOE_STATUS_OK) {
+      printf("backend   %-4s  unknown to this plugin\n", backend_name(backends[i]));
+      continue;
+    }
+    const char* state = bi.available ? "available" : bi.compiled_in ? "unavailable" : "not compiled in";
+    const char* detail = bi.available ? bi.device_name : bi.reason;
+    /* one line when it fits 80 columns, else the detail on the next */
+    int wide = 18 + (int)strlen(state) + 2 + (int)strlen(detail) > 80;
+    printf("backend   %-4s  %s%s%s%s\n", bi.name, state, detail[0] ? ":" : "", wide ? "\n            " : " ",
+           detail);
+  }
+  fp8moe_context_args ca;
+  memset(&ca, 0, sizeof ca);
+  ca.struct_size = sizeof ca;
+  ca.backend = FP8MOE_BACKEND_AUTO;
+  char msg[256] = "";
+  ca.error_message = msg;
+  ca.error_message_size = sizeof msg;
+  fp8moe_context* ctx = NULL;
+  int32_t st = api->context_create(&ca, &ctx);
+  if (st == FP8MOE_STATUS_OK) {
+    fp8moe_context_info ci;
+    memset(&ci, 0, sizeof ci);
+    ci.struct_size = sizeof ci;
+    if (api->context_info(ctx, &ci) == FP8MOE_STATUS_OK)
+      printf("AUTO      picks %s (%s)\n", backend_name(ci.backend), ci.device_name);
+    api->context_destroy(ctx);
+  } else {
+    printf("AUTO      no context: %s: %s\n", api->status_string(st), msg);
+  }
+  fp8moe_capabilities caps;
+  memset(&caps, 0, sizeof caps);
+  caps.struct_size = sizeof caps;
+  if (api->query_capabilities(NULL, &caps) == FP8MOE_STATUS_OK)
+    printf("contract  %u routing methods, %u quant formats, %u activations, %u arguments\n",
+           caps.routing_method_count, caps.quant_format_count, caps.activation_count, caps.argument_count);
+}
+
+static int usage(FILE* to, const char* argv0, int code) {
+  fprintf(to, "usage: %s [--summary | --json] [--library PATH]\n", argv0);
+  return code;
 }
 
 int main(int argc, char** argv) {
-  int json = 0;
+  int json = 0, summary = 0;
   const char* library = NULL;
   for (int i = 1; i < argc; ++i) {
     if (strcmp(argv[i], "--json") == 0) json = 1;
+    else if (strcmp(argv[i], "--summary") == 0) summary = 1;
     else if (strcmp(argv[i], "--library") == 0 && i + 1 < argc) library = argv[++i];
-    else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-      usage(argv[0]);
-      return 0;
-    } else return usage(argv[0]);
+    else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) return usage(stdout, argv[0], 0);
+    else return usage(stderr, argv[0], 2);
   }
+  if (json && summary) return usage(stderr, argv[0], 2);
 
   loaded l;
   memset(&l, 0, sizeof l);
@@ -402,9 +455,6 @@ int main(int argc, char** argv) {
     char soname[32];
     snprintf(soname, sizeof soname, "libfp8moe.so.%d", FP8MOE_ABI_VERSION_MAJOR);
     ok = try_load(soname, "SONAME", &l, err, sizeof err);
-#ifdef FP8MOE_INFO_BUILD_LIBRARY
-    if (!ok) ok = try_load(FP8MOE_INFO_BUILD_LIBRARY, "build tree", &l, err, sizeof err);
-#endif
   }
   if (!ok) {
     fprintf(stderr, "fp8moe-info: cannot load the fp8moe plugin:\n%s", err);
@@ -425,6 +475,12 @@ int main(int argc, char** argv) {
             api == NULL && st == FP8MOE_STATUS_OK ? "no function table" : n.message);
     dlclose(l.handle);
     return 1;
+  }
+
+  if (summary) {
+    print_summary(api, &l, &n);
+    dlclose(l.handle);
+    return 0;
   }
 
   printer pr;

@@ -5,7 +5,9 @@
 # leaves a comparable table. Logs go to $OUT (default ./gpu-check-out); the last lines are the summary.
 #   GPU_CHECK_SANITIZE=0  skip the sanitizer runs      GPU_CHECK_BUILD=dir  build directory
 #   GPU_CHECK_PROFILE=0   skip the ncu pass            GPU_CHECK_BENCH=0    skip the benchmark
-#   BENCH_BUDGET_S / BENCH_ARGS                        passed to tools/gpu-bench.sh
+#   GPU_CHECK_PYTHON=0    skip the Python package's tests
+#   GPU_CHECK_BENCH_TWICE=1  a first benchmark pass before the tests, compared with the last one
+#   GPU_CHECK_STAGES=1    per-stage breakdown pass     BENCH_BUDGET_S / BENCH_ARGS  passed to tools/gpu-bench.sh
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${OUT:-$ROOT/gpu-check-out}
@@ -27,12 +29,29 @@ fi
 echo "build: ok ($(( $(date +%s) - start )) s); NEEDED of the library:"
 readelf -d "$BUILD/src/libfp8moe.so" | grep NEEDED
 
+# A first benchmark pass before the tests, so the one at the end is a second run some minutes later: the
+# two must agree within 3 % on memory-bound points (docs/PERFORMANCE.md).
+if [ "${GPU_CHECK_BENCH:-1}" = 1 ] && [ "${GPU_CHECK_BENCH_TWICE:-0}" = 1 ]; then
+  GPU_CHECK_BUILD="$BUILD" OUT="$OUT/first" bash "$ROOT/tools/gpu-bench.sh" > /dev/null 2>&1
+  echo "first benchmark pass: rc $? ($(( $(date +%s) - start )) s)"
+fi
+
 (cd "$BUILD" && ctest -L gpu --output-on-failure -V) > "$OUT/ctest.log" 2>&1
 ctest_rc=$?
 log() { sed -E 's/^[0-9]+: //' "$OUT/ctest.log"; }
 echo "sweep cases compared: $(log | grep -cE '^(table|ties|nonfinite) ')"
 log | grep -E "^(oob-ids|T=0|shards|graph|streams|model) |max rel_err|CHECK|differs|never written|passed|failed|Skipped|Test +#" | tail -60
 echo "ctest -L gpu: rc $ctest_rc ($(( $(date +%s) - start )) s)"
+
+# The Python package's tests (python/tests; its `gpu` tests: torch reference, graph capture, torch.compile,
+# streams) against the same build, with the image's python3 (torch, numpy, ml_dtypes, pytest).
+py_rc=0
+if [ "${GPU_CHECK_PYTHON:-1}" = 1 ] && [ -d "$ROOT/python/tests" ]; then
+  PYTHONPATH="$ROOT/python" FP8MOE_LIBRARY="$BUILD/src/libfp8moe.so" timeout 600 python3 -m pytest -c "$ROOT/python/pytest.ini" \
+    --rootdir "$ROOT/python" -p no:cacheprovider -ra "$ROOT/python/tests" > "$OUT/pytest.log" 2>&1
+  py_rc=$?
+  echo "python tests: rc $py_rc; $(tail -1 "$OUT/pytest.log")"
+fi
 
 san_rc=0
 if [ "${GPU_CHECK_SANITIZE:-1}" = 1 ] && ! command -v compute-sanitizer > /dev/null; then
@@ -64,6 +83,13 @@ bench_rc=0
 if [ "${GPU_CHECK_BENCH:-1}" = 1 ]; then
   GPU_CHECK_BUILD="$BUILD" OUT="$OUT" bash "$ROOT/tools/gpu-bench.sh"
   bench_rc=$?
+  [ -f "$OUT/first/bench.json" ] && python3 "$ROOT/bench/bench_report.py" compare "$OUT/first/bench.json" "$OUT/bench.json"
+  # Per-stage breakdown of the decode and mid-size points (prefix graphs; docs/PERFORMANCE.md).
+  if [ "${GPU_CHECK_STAGES:-0}" = 1 ]; then
+    FP8MOE_LIBRARY="$BUILD/src/libfp8moe.so" "$BUILD/bench/fp8moe-bench" --tokens 1,8,128,2048 --routing uniform \
+      --replays 30 --stages --md "$OUT/stages.md" --json "$OUT/stages.json" > "$OUT/stages.log" 2>&1
+    echo "stage breakdown: rc $? (stages.md)"
+  fi
 fi
-echo "gpu-check: done in $(( $(date +%s) - start )) s; ctest rc $ctest_rc, sanitizers rc $san_rc, bench rc $bench_rc"
-[ $ctest_rc -eq 0 ] && [ $san_rc -eq 0 ] && [ $bench_rc -eq 0 ]
+echo "gpu-check: done in $(( $(date +%s) - start )) s; ctest rc $ctest_rc, python rc $py_rc, sanitizers rc $san_rc, bench rc $bench_rc"
+[ $ctest_rc -eq 0 ] && [ $py_rc -eq 0 ] && [ $san_rc -eq 0 ] && [ $bench_rc -eq 0 ]

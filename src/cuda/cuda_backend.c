@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "cuda_internal.h"
+#include "cuda_plan.h"
+#include "cuda_probe_reason.h"
 #include "gemm_decode.h"
 #include "kernels_internal.h"
 #include "struct_size_internal.h"
@@ -40,10 +42,9 @@ static void cuda_probe(fp8moe_backend_info* info) {
   if (INFO_FITS(device_count)) info->device_count = e == cudaSuccess ? n : 0;
   if (INFO_FITS(reason)) info->reason[0] = '\0';
   if (e != cudaSuccess || n == 0) {
-    if (INFO_FITS(reason))
-      snprintf(info->reason, sizeof info->reason, "no usable CUDA driver or device (%s)",
-               e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
-    (void)cudaGetLastError(); /* the probe's error must not leak into the host's next cudaGetLastError */
+    char reason[sizeof info->reason];
+    fp8moe_cuda_unavailable_reason(e, n, reason, sizeof reason); /* also clears cudart's last error */
+    if (INFO_FITS(reason)) snprintf(info->reason, sizeof info->reason, "%s", reason);
     return;
   }
   fp8moe_cuda_impl d;
@@ -78,10 +79,12 @@ static void leave_device(int32_t ordinal, int prev) {
 static int32_t cuda_create(struct fp8moe_context* ctx, const fp8moe_context_args* args, fp8moe_err* err) {
   int n = 0;
   cudaError_t e = cudaGetDeviceCount(&n);
-  if (e != cudaSuccess) (void)cudaGetLastError();
-  RETURN_IF(e != cudaSuccess || n == 0, err, FP8MOE_STATUS_BACKEND_UNAVAILABLE,
-            "backend: no usable CUDA driver or device; got %s; expected at least one device",
-            e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
+  if (e != cudaSuccess || n == 0) {
+    char reason[160];
+    fp8moe_cuda_unavailable_reason(e, n, reason, sizeof reason);
+    return fp8moe_fail(err, FP8MOE_STATUS_BACKEND_UNAVAILABLE,
+                       "backend: CUDA is unavailable; got %s; expected a CUDA driver and a device", reason);
+  }
   RETURN_IF(args->device_ordinal >= n, err, FP8MOE_STATUS_INVALID_ARGUMENT,
             "device_ordinal: no such CUDA device; got %d; expected 0 to %d", (int)args->device_ordinal, n - 1);
   fp8moe_cuda_impl* impl = (fp8moe_cuda_impl*)calloc(1, sizeof *impl);
@@ -103,10 +106,12 @@ static int32_t cuda_create(struct fp8moe_context* ctx, const fp8moe_context_args
     e = cudaFree(NULL);
     if (e == cudaSuccess) e = (cudaError_t)fp8moe_prepare_gemm1();
     if (e == cudaSuccess) e = (cudaError_t)fp8moe_prepare_gemm2();
+    if (e == cudaSuccess && impl->compute_capability == 90) e = (cudaError_t)fp8moe_prepare_gemm_sm90(&impl->tma_encode);
     if (e == cudaSuccess)
       e = (cudaError_t)fp8moe_prepare_gemm_decode(impl->sm_count, &impl->decode_ctas1, &impl->decode_ctas2);
     leave_device(args->device_ordinal, prev);
   }
+  impl->plan_offers = fp8moe_cuda_plan_context_offers(impl->tma_encode != NULL);
   if (e != cudaSuccess) {
     (void)cudaGetLastError();
     free(impl);
@@ -140,9 +145,9 @@ static int32_t cuda_accepts_device(const struct fp8moe_context* ctx, int32_t dev
 }
 
 static size_t cuda_workspace_size(const struct fp8moe_context* ctx, const fp8moe_problem* p) {
-  (void)ctx;
+  const fp8moe_cuda_impl* impl = (const fp8moe_cuda_impl*)ctx->impl;
   fp8moe_cuda_layout l;
-  fp8moe_cuda_layout_make(p, &l);
+  fp8moe_cuda_layout_make(p, impl->compute_capability, &l);
   return l.total;
 }
 

@@ -21,12 +21,14 @@ typedef struct fp8moe_cuda_impl {
   int32_t sm_count;
   int32_t compute_capability; /* major·10 + minor */
   char device_name[FP8MOE_NAME_CAPACITY];
+  void* tma_encode;           /* the driver's cuTensorMapEncodeTiled, or NULL (then no TMA plan rows) */
+  uint32_t plan_offers;       /* fp8moe_cuda_plan_context_offers, fixed at creation */
   int32_t decode_ctas1, decode_ctas2; /* resident grids of the decode GEMMs (0: not usable here) */
 } fp8moe_cuda_impl;
 
 /* Byte offsets of the workspace slices; a slice a problem does not need has size 0 (offset unused). */
 typedef struct fp8moe_cuda_layout {
-  int32_t tile_m;        /* GEMM tile rows: 16 when experts average few rows (decode), else 64 */
+  int32_t tile_m;        /* GEMM tile rows, from the kernel plan (cuda_plan.c) */
   int64_t max_tiles;     /* ceil(T·K / tile_m) + E_local: every expert's rows padded to a tile */
   int64_t rows;          /* max_tiles · tile_m */
   size_t scalars;        /* one slice: the words below, zeroed at the start of every run */
@@ -49,7 +51,8 @@ typedef struct fp8moe_cuda_layout {
 #define FP8MOE_CUDA_S_A2_SCALE 4  /* fp32 */
 #define FP8MOE_CUDA_S_WORDS 8
 
-void fp8moe_cuda_layout_make(const fp8moe_problem* p, fp8moe_cuda_layout* l);
+/* cc: the device's compute capability (the kernel plan's tile height depends on it). */
+void fp8moe_cuda_layout_make(const fp8moe_problem* p, int32_t cc, fp8moe_cuda_layout* l);
 
 /* 1 when the grouped GEMMs of this call run as the decode kernels (kernels/gemm_decode.cu), else 0. */
 int fp8moe_cuda_use_decode_gemm(const fp8moe_cuda_impl* impl, const fp8moe_problem* p, const fp8moe_cuda_layout* l);

@@ -2,8 +2,10 @@
  * formats (never of tensor data), so query_workspace and run agree. The row count bounds the padded
  * expert-sorted rows for any routing: Σ_e ceil(n_e / tile_m)·tile_m ≤ T·K + E_local·(tile_m − 1). The tile
  * height follows the average rows per expert, T·K/E: below 32, 64-row tiles would be mostly padding (and
- * the MMAs on it are the cost at decode), so 16-row tiles are used. */
+ * the MMAs on it are the cost at decode), so 16-row tiles are used; the kernel plan (cuda_plan.c) owns that
+ * choice. */
 #include "cuda_internal.h"
+#include "cuda_plan.h"
 #include "kernels_internal.h"
 
 static size_t take(size_t* cursor, size_t bytes) {
@@ -12,10 +14,10 @@ static size_t take(size_t* cursor, size_t bytes) {
   return at;
 }
 
-void fp8moe_cuda_layout_make(const fp8moe_problem* p, fp8moe_cuda_layout* l) {
+void fp8moe_cuda_layout_make(const fp8moe_problem* p, int32_t cc, fp8moe_cuda_layout* l) {
   const size_t TK = (size_t)p->T * (size_t)p->K;
   const size_t H = (size_t)p->H, I = (size_t)p->I;
-  l->tile_m = TK < 32 * (size_t)p->E ? FP8MOE_GEMM_TILE_M_SMALL : FP8MOE_GEMM_TILE_M_LARGE;
+  l->tile_m = fp8moe_cuda_plan_tile_m(cc, p);
   l->max_tiles = (int64_t)((TK + (size_t)l->tile_m - 1) / (size_t)l->tile_m) + p->E_local;
   l->rows = l->max_tiles * l->tile_m;
   const size_t rows = (size_t)l->rows;

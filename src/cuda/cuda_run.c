@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cuda_internal.h"
+#include "cuda_plan.h"
 #include "gemm_decode.h"
 #include "kernels_internal.h"
 
@@ -177,6 +178,14 @@ static int32_t experts(const fp8moe_cuda_impl* impl, const fp8moe_problem* p, co
   g->max_tiles = (int32_t)l->max_tiles;
   g->tile_m = l->tile_m;
   g->max_ctas = impl->sm_count * FP8MOE_GEMM1_CTAS_PER_SM;
+  g->E_local = p->E_local;
+  g->tma_encode = impl->tma_encode;
+  const uint32_t offers = fp8moe_cuda_plan_offers(p, impl->plan_offers);
+  const fp8moe_plan_row* k1 = fp8moe_cuda_plan_pick(FP8MOE_GEMM1, impl->compute_capability, p, offers);
+  const fp8moe_plan_row* k2 = fp8moe_cuda_plan_pick(FP8MOE_GEMM2, impl->compute_capability, p, offers);
+  RETURN_IF(k1 == NULL || k2 == NULL, err, FP8MOE_STATUS_DEVICE_ERROR,
+            "run: no GEMM kernel in the plan for compute capability %d; got none; expected a plan row",
+            (int)impl->compute_capability);
 
   fp8moe_gemm2_args g2;
   memset(&g2, 0, sizeof g2);
@@ -199,7 +208,11 @@ static int32_t experts(const fp8moe_cuda_impl* impl, const fp8moe_problem* p, co
   }
   const int decode = fp8moe_cuda_use_decode_gemm(impl, p, l);
   if (decode) g->max_ctas = impl->decode_ctas1;
-  FORWARD_IF_ERROR(check(decode ? fp8moe_launch_gemm1_decode(g, s) : fp8moe_launch_gemm1(g, s), "GEMM1", err));
+  int e1;
+  if (decode) e1 = fp8moe_launch_gemm1_decode(g, s);
+  else if (k1->kernel == FP8MOE_GEMM_WGMMA_SM90) e1 = fp8moe_launch_gemm1_sm90(g, s);
+  else e1 = fp8moe_launch_gemm1(g, s);
+  FORWARD_IF_ERROR(check(e1, "GEMM1", err));
   if (g->requant == FP8MOE_REQ_DEFERRED_ROW || g->requant == FP8MOE_REQ_DEFERRED_TENSOR) {
     fp8moe_quantize_rows_args q;
     memset(&q, 0, sizeof q);
@@ -229,8 +242,11 @@ static int32_t experts(const fp8moe_cuda_impl* impl, const fp8moe_problem* p, co
   g2.tile_m = g->tile_m;
   g2.max_ctas = decode ? impl->decode_ctas2 : impl->sm_count * FP8MOE_GEMM2_CTAS_PER_SM;
   g2.y = (float*)(ws + l->y);
-  return check(decode ? fp8moe_launch_gemm2_decode(&g2, g->sorted_slots, s) : fp8moe_launch_gemm2(&g2, s), "GEMM2",
-               err);
+  g2.E_local = p->E_local;
+  g2.tma_encode = impl->tma_encode;
+  if (decode) return check(fp8moe_launch_gemm2_decode(&g2, g->sorted_slots, s), "GEMM2", err);
+  return check(k2->kernel == FP8MOE_GEMM_WGMMA_SM90 ? fp8moe_launch_gemm2_sm90(&g2, s) : fp8moe_launch_gemm2(&g2, s),
+               "GEMM2", err);
 }
 
 static int32_t combine(const fp8moe_problem* p, const fp8moe_cuda_layout* l, char* ws, cudaStream_t s,
@@ -249,7 +265,7 @@ static int32_t combine(const fp8moe_problem* p, const fp8moe_cuda_layout* l, cha
 
 int32_t fp8moe_cuda_enqueue(const fp8moe_cuda_impl* impl, const fp8moe_problem* p, fp8moe_err* err) {
   fp8moe_cuda_layout l;
-  fp8moe_cuda_layout_make(p, &l);
+  fp8moe_cuda_layout_make(p, impl->compute_capability, &l);
   char* ws = (char*)p->workspace;
   cudaStream_t s = (cudaStream_t)p->stream;
   FORWARD_IF_ERROR(check(cudaMemsetAsync(ws + l.scalars, 0, FP8MOE_CUDA_S_WORDS * 4, s), "zeroing scalars", err));

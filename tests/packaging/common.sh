@@ -15,7 +15,7 @@ require_tools() {
     command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
   done
   if ((${#missing[@]})); then
-    echo "SKIP: missing ${missing[*]} (CI: apt-get install rpm rpm2cpio cpio pkgconf dpkg-dev file binutils abigail-tools)" >&2
+    echo "SKIP: missing ${missing[*]} (bash scripts/deps.sh installs them)" >&2
     exit 77
   fi
 }
@@ -96,4 +96,49 @@ build_pkgconfig_host() {
   "$cc" -std=c11 -O1 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes $cflags \
     "-DFP8MOE_SONAME=\"$soname\"" "-DFP8MOE_EXPECT_VERSION=\"$version\"" "$src/tests/packaging/host.c" \
     -o "$out" $libs -lm || fail "compiling host.c with pkg-config flags"
+}
+
+# only_files LISTING WHAT REGEX... : every file of a package listing (one path per line, directories excluded)
+# must match one of the REGEXes, and each REGEX must match a file.
+only_files() {
+  local listing=$1 what=$2
+  shift 2
+  local path re matched
+  while read -r path; do
+    [[ -z "$path" ]] && continue
+    matched=0
+    for re in "$@"; do
+      [[ "$path" =~ $re ]] && matched=1
+    done
+    ((matched)) || { echo "$listing" >&2; fail "$what: unexpected file $path"; }
+  done <<<"$listing"
+  for re in "$@"; do
+    grep -Eq -- "$re" <<<"$listing" || { echo "$listing" >&2; fail "$what: no file matches /$re/"; }
+  done
+}
+
+# lint_verdict TOOL OUTPUT ALLOWED_TAG... : prints the linter's findings with a count per severity and fails
+# on any error or warning whose tag is not in the allowed list (docs/PACKAGING.md gives each one's reason).
+# Lines look like "E: package: tag detail" (lintian) or "package.arch: W: tag detail" (rpmlint).
+lint_verdict() {
+  local tool=$1 output=$2
+  shift 2
+  local allowed=" $* " line severity tag bad=()
+  local -A counts=([E]=0 [W]=0 [I]=0 [P]=0 [X]=0 [N]=0)
+  while read -r line; do
+    if [[ "$line" =~ ^([EWIPXN]):\ [^\ :]+:\ ([a-z0-9][^\ ]*) ]] || [[ "$line" =~ ^[^\ :]+:\ ([EWIPXN]):\ ([a-z0-9][^\ ]*) ]]; then
+      severity=${BASH_REMATCH[1]} tag=${BASH_REMATCH[2]}
+      counts[$severity]=$((counts[$severity] + 1))
+      echo "  $line"
+      if [[ "$severity" == E || "$severity" == W ]] && [[ "$allowed" != *" $tag "* ]]; then
+        bad+=("$line")
+      fi
+    fi
+  done <<<"$output"
+  echo "$tool: ${counts[E]} errors, ${counts[W]} warnings, ${counts[I]} info, ${counts[P]} pedantic" \
+       "(allowed, see docs/PACKAGING.md: ${*:-none})"
+  if ((${#bad[@]})); then
+    printf '%s\n' "${bad[@]}" >&2
+    fail "$tool: ${#bad[@]} errors/warnings not in the documented list"
+  fi
 }

@@ -1,4 +1,4 @@
-/* gemm_tile.cuh — the main loop shared by the grouped GEMMs (gemm1.cu, gemm2.cu): one CTA computes a
+/* gemm_tile_mma_sm89.cuh — the main loop shared by the grouped GEMMs (gemm1_mma_sm89.cu, gemm2_mma_sm89.cu): one CTA computes a
  * TM-row × 128-column tile (NB such column tiles at once: 2 for W13's gate and up rows) of A·Bᵀ where
  * A rows are e4m3 activations (gathered through row pointers) and B rows are e4m3 weight rows in their
  * natural layout (K contiguous). K advances 128 at a time (one scale block); with block scaling the fp32
@@ -7,8 +7,8 @@
  * (decode: 8 warps side by side, 16×16 each), chosen per call by the host (fp8moe_cuda_tile_m).
  * NOTES: m16n8k32 e4m3 MMA; shared rows padded to 144 bytes so the fragment loads of 8 rows × 4 threads
  * hit 32 distinct banks. */
-#ifndef FP8MOE_KERNELS_GEMM_TILE_CUH
-#define FP8MOE_KERNELS_GEMM_TILE_CUH
+#ifndef FP8MOE_KERNELS_GEMM_TILE_MMA_SM89_CUH
+#define FP8MOE_KERNELS_GEMM_TILE_MMA_SM89_CUH
 
 #include "common.cuh"
 
@@ -200,4 +200,4 @@ __device__ __forceinline__ void gemm_mainloop(GemmSmem<NB, NS, TM>& sm, const ui
 
 }  // namespace fp8moe
 
-#endif /* FP8MOE_KERNELS_GEMM_TILE_CUH */
+#endif /* FP8MOE_KERNELS_GEMM_TILE_MMA_SM89_CUH */

@@ -1,10 +1,10 @@
-/* gemm2.cu — grouped GEMM2: y[r, n] = a2q[r]·W2[e, n] dequantized (TENSOR: acc·(s_a2·s_w); BLOCK:
+/* gemm2_mma_sm89.cu — grouped GEMM2: y[r, n] = a2q[r]·W2[e, n] dequantized (TENSOR: acc·(s_a2·s_w); BLOCK:
  * Σ_kb partial·s_a2[r,kb]·s_w[e,nb,kb]; ROW: acc·s_a2[r]·s_w[e,n]) in fp32, for the expert-sorted rows of
  * permute.cu. W2 is read in its natural layout (rows along I). y rows of padding are written too (zeros);
  * combine.cu reads only real rows. Launch: min(max_tiles·H/128, max_ctas) persistent CTAs of 256 threads
  * (two per SM) over (tile, column block) items, tiles of tile_m = 16 or 64 rows, 4 operand stages (≤ 110 KB
  * dynamic shared memory, raised once per device by fp8moe_prepare_gemm2). */
-#include "gemm_tile.cuh"
+#include "gemm_tile_mma_sm89.cuh"
 
 namespace fp8moe {
 namespace {
@@ -50,7 +50,7 @@ __device__ __forceinline__ void gemm2_tile(const fp8moe_gemm2_args& a, Smem2<TM>
       }
 }
 
-/* Persistent CTAs over (tile, column block) items, column block major (as gemm1.cu). */
+/* Persistent CTAs over (tile, column block) items, column block major (as gemm1_mma_sm89.cu). */
 template <int SCALE, int TM>
 __global__ void __launch_bounds__(kGemmThreads, FP8MOE_GEMM2_CTAS_PER_SM) gemm2_kernel(fp8moe_gemm2_args a) {
   extern __shared__ __align__(16) uint8_t smem_raw[];

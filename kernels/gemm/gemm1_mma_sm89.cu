@@ -1,4 +1,4 @@
-/* gemm1.cu — grouped GEMM1 with the gated activation and the FP8 requantization fused into its epilogue.
+/* gemm1_mma_sm89.cu — grouped GEMM1 with the gated activation and the FP8 requantization fused into its epilogue.
  * Contract: rows are the expert-sorted slots of permute.cu (tile_expert, sorted_slots, num_tiles); row r
  * of tile m reads token sorted_slots[r]/K of x (e4m3, H contiguous) and multiplies it with the gate and up
  * rows [n0, n0+128) of W13[e] (natural layout, rows along H). h is dequantized per docs/DESIGN.md (TENSOR:
@@ -9,7 +9,7 @@
  * Padding rows compute zeros. Launch: min(max_tiles·I/128, max_ctas) persistent CTAs of 256 threads (one
  * per SM) over (tile, column block) items, tiles of tile_m = 16 or 64 rows, 4 operand stages (≤ 182 KB
  * dynamic shared memory, raised once per device by fp8moe_prepare_gemm1). */
-#include "gemm_tile.cuh"
+#include "gemm_tile_mma_sm89.cuh"
 
 namespace fp8moe {
 namespace {

@@ -1,0 +1,209 @@
+/* gemm1_wgmma_sm90.cu — grouped GEMM1 on Hopper with the gated activation and the FP8 requantization fused
+ * into its epilogue; same contract and arithmetic as gemm1_mma_sm89.cu (dequantization, input-side token
+ * weight on both projections, SwiGLU/GeGLU in either gate/up order, FUSED_GROUP / FUSED_STATIC e4m3 or
+ * DEFERRED_* fp32 + amax), on the warp-specialized wgmma + TMA machinery of wgmma_sm90.cuh.
+ * Work item: 64 expert-sorted rows (tile_m = 64) × 128 intermediate columns. Per stage the producer
+ * warpgroup gathers the 64 token rows of x through sorted_slots with 16-byte cp.async into the swizzled
+ * layout (each producer thread publishes a stage kLag groups later: wait_group, proxy fence, arrive), and
+ * one thread loads the 128 gate rows and the 128 up rows of W13[e] by TMA; consumer warpgroup 0 computes the
+ * gate half, 1 the up half. Epilogue: up goes through shared memory to the gate warpgroup, which writes the
+ * activated tile; all 256 consumer threads then requantize it (4 threads per row, as the mma.sync kernel). */
+#include "wgmma_sm90.cuh"
+
+namespace fp8moe {
+namespace sm90 {
+namespace {
+
+#if FP8MOE_SM90A
+__device__ __forceinline__ float activate(int32_t act, float g, float u) {
+  if (act == FP8MOE_ACTIVATION_GEGLU) return 0.5f * g * (1.0f + erff(g / 1.41421356237309505f)) * u;
+  return g / (1.0f + expf(-g)) * u;
+}
+
+/* Producer warpgroup: thread p copies 16-byte chunk p % 8 of rows p / 8 + 16i (i < 4) of every A stage. */
+__device__ __forceinline__ void produce(const fp8moe_gemm1_args& a, const CUtensorMap& map_w, Smem& sm,
+                                        int32_t tiles, int64_t items, int kblocks) {
+  const int p = threadIdx.x, c = p & 7, rb = p >> 3;
+  const uint32_t swz = static_cast<uint32_t>((c ^ (rb & 7)) << 4); /* 128-byte swizzle: chunk ^ (row % 8) */
+  uint32_t it = 0;
+  for (int64_t w = blockIdx.x; w < items; w += gridDim.x) {
+    const int tile = static_cast<int>(w % tiles);
+    const int32_t n0 = static_cast<int32_t>(w / tiles) * kBN;
+    const int32_t e = a.tile_expert[tile];
+    const int64_t row0 = static_cast<int64_t>(tile) * kBM;
+    const uint8_t* src[4];
+    int bytes[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int32_t slot = a.sorted_slots[row0 + rb + 16 * i];
+      bytes[i] = slot >= 0 ? 16 : 0; /* padding rows: zero-filled */
+      src[i] = slot >= 0 ? a.x + static_cast<int64_t>(slot / a.K) * a.x_stride + c * 16 : a.x;
+    }
+    const int32_t gate_row = (a.gate_first ? 0 : a.I) + n0, up_row = (a.gate_first ? a.I : 0) + n0;
+    for (int kb = 0; kb < kblocks; ++kb, ++it) {
+      const int s = static_cast<int>(it % kStages);
+      mbar_wait(&sm.empty[s], ((it / kStages) & 1u) ^ 1u);
+      if (p == 0) {
+        mbar_arrive_expect_tx(&sm.full[s], 2 * kBTileBytes);
+        tma_load_3d(sm.st[s].b[0], &map_w, &sm.full[s], kb * kBK, gate_row, e);
+        tma_load_3d(sm.st[s].b[1], &map_w, &sm.full[s], kb * kBK, up_row, e);
+      }
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+        cp_async_16(sm.st[s].a + (rb + 16 * i) * kBK + swz, src[i] + kb * kBK, bytes[i]);
+      cp_async_commit();
+      if (it >= static_cast<uint32_t>(kLag)) {
+        cp_async_wait_group<kLag>();
+        fence_proxy_async();
+        mbar_arrive(&sm.full[(it - kLag) % kStages]);
+      }
+    }
+  }
+  cp_async_wait_group<0>();
+  fence_proxy_async();
+  for (uint32_t j = it > static_cast<uint32_t>(kLag) ? it - kLag : 0; j < it; ++j) mbar_arrive(&sm.full[j % kStages]);
+}
+#endif
+
+template <int SCALE>
+__global__ void __launch_bounds__(kThreads, 1)
+    gemm1_wgmma_kernel(const __grid_constant__ fp8moe_gemm1_args a, const __grid_constant__ CUtensorMap map_w) {
+#if FP8MOE_SM90A
+  extern __shared__ uint8_t smem_raw[];
+  Smem& sm = smem_of(smem_raw);
+  init_barriers(sm, 1 + 128);
+  const int32_t tiles = *a.num_tiles;
+  const int64_t items = static_cast<int64_t>(tiles) * (a.I / kBN);
+  const int kblocks = a.H / kBK;
+
+  if (threadIdx.x < 128) {
+    setmaxnreg_dec<kProducerRegs>();
+    produce(a, map_w, sm, tiles, items, kblocks);
+    return;
+  }
+  setmaxnreg_inc<kConsumerRegs>();
+  const int ct = threadIdx.x - 128, wg = ct / 128, lane = ct % 32, q = (ct % 128) / 32;
+  const int g = lane / 4, t = lane % 4;
+  const int rr[2] = {16 * q + g, 16 * q + g + 8};
+  uint32_t it = 0;
+  for (int64_t w = blockIdx.x; w < items; w += gridDim.x) {
+    const int tile = static_cast<int>(w % tiles);
+    const int32_t n0 = static_cast<int32_t>(w / tiles) * kBN;
+    const int32_t e = a.tile_expert[tile];
+    const int64_t row0 = static_cast<int64_t>(tile) * kBM;
+    int32_t tok[2];
+    float tw[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int32_t slot = a.sorted_slots[row0 + rr[h]];
+      tok[h] = slot >= 0 ? slot / a.K : -1;
+      tw[h] = (a.token_weight && slot >= 0) ? a.token_weight[slot] : 1.0f;
+    }
+    /* Warpgroup 0: the gate rows, 1: the up rows of W13[e] for intermediate columns [n0, n0+128). */
+    const int32_t nrow = ((wg == 0) == (a.gate_first != 0) ? 0 : a.I) + n0;
+    float acc[64];
+    auto sa = [&](int h, int kb) { return tok[h] >= 0 ? kref_at(a.x_scale, tok[h], kb) : 0.0f; };
+    auto sb = [&](int kb) { return kref_at(a.w_scale, e, nrow / kBN, kb); };
+    consume<SCALE == FP8MOE_SCALE_BLOCK>(sm, wg, kblocks, it, acc, sa, sb);
+
+    float sxw = 0.0f, sx[2] = {0.0f, 0.0f};
+    if (SCALE == FP8MOE_SCALE_TENSOR) sxw = kref_at(a.x_scale, 0) * kref_at(a.w_scale, e);
+    if (SCALE == FP8MOE_SCALE_ROW)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) sx[h] = tok[h] >= 0 ? kref_at(a.x_scale, tok[h]) : 0.0f;
+#pragma unroll
+    for (int i = 0; i < 64; ++i) {
+      const int h = acc_half(i);
+      float v = acc[i];
+      if (SCALE == FP8MOE_SCALE_TENSOR) v = v * sxw;
+      else if (SCALE == FP8MOE_SCALE_ROW) v = v * sx[h] * kref_at(a.w_scale, e, nrow + acc_col(i, t));
+      acc[i] = a.token_weight ? v * tw[h] : v;
+    }
+    consumer_sync(); /* the previous item's requantization is done reading epi */
+    if (wg == 1)
+#pragma unroll
+      for (int i = 0; i < 64; ++i) sm.epi[rr[acc_half(i)]][acc_col(i, t)] = acc[i];
+    consumer_sync();
+    if (wg == 0)
+#pragma unroll
+      for (int i = 0; i < 64; ++i) {
+        float& cell = sm.epi[rr[acc_half(i)]][acc_col(i, t)];
+        cell = activate(a.activation, acc[i], cell);
+      }
+    consumer_sync();
+
+    /* Requantize: 4 consecutive threads per row, 32 consecutive columns each. */
+    constexpr int TPR = kConsumers / kBM, CPT = kBN / TPR;
+    const int r = ct / TPR, qq = ct % TPR;
+    const int64_t grow = row0 + r;
+    const float* src = &sm.epi[r][qq * CPT];
+    float m = 0.0f;
+#pragma unroll
+    for (int k = 0; k < CPT; ++k) m = fmaxf(m, finite_abs(src[k]));
+#pragma unroll
+    for (int o = 1; o < TPR; o <<= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+    if (a.requant == FP8MOE_REQ_FUSED_GROUP || a.requant == FP8MOE_REQ_FUSED_STATIC) {
+      const float s = a.requant == FP8MOE_REQ_FUSED_GROUP ? dynamic_scale(m) : kref_at(a.a2_static, 0);
+      uint32_t* dst = reinterpret_cast<uint32_t*>(a.a2q + grow * a.I + n0 + qq * CPT);
+#pragma unroll
+      for (int k = 0; k < CPT / 4; ++k)
+        dst[k] = e4m3x4(src[4 * k] / s, src[4 * k + 1] / s, src[4 * k + 2] / s, src[4 * k + 3] / s);
+      if (a.requant == FP8MOE_REQ_FUSED_GROUP && qq == 0) a.a2s[grow * (a.I / kBN) + n0 / kBN] = s;
+    } else {
+      float4* dst = reinterpret_cast<float4*>(a.inter + grow * a.I + n0 + qq * CPT);
+#pragma unroll
+      for (int k = 0; k < CPT / 4; ++k) dst[k] = make_float4(src[4 * k], src[4 * k + 1], src[4 * k + 2], src[4 * k + 3]);
+      if (a.requant == FP8MOE_REQ_DEFERRED_ROW) {
+        if (qq == 0) atomic_amax(a.amax + grow, m);
+      } else {
+        m = warp_max(m);
+        if (lane == 0) atomic_amax(a.amax, m);
+      }
+    }
+  }
+#elif defined(__CUDA_ARCH__)
+  (void)a;
+  (void)map_w;
+  __trap(); /* the plan selects this kernel only where the sm_90a SASS loads */
+#endif
+}
+
+template <int SCALE>
+cudaError_t launch(const fp8moe_gemm1_args& a, const CUtensorMap& mw, dim3 grid, cudaStream_t stream) {
+  gemm1_wgmma_kernel<SCALE><<<grid, kThreads, kSmemBytes, stream>>>(a, mw);
+  return cudaGetLastError();
+}
+
+}  // namespace
+}  // namespace sm90
+}  // namespace fp8moe
+
+extern "C" int fp8moe_launch_gemm1_sm90(const fp8moe_gemm1_args* a, cudaStream_t stream) {
+  using namespace fp8moe::sm90;
+  if (a->max_tiles == 0) return cudaSuccess;
+  CUtensorMap mw;
+  const uint64_t dw[3] = {static_cast<uint64_t>(a->H), 2 * static_cast<uint64_t>(a->I),
+                          static_cast<uint64_t>(a->E_local)};
+  const uint64_t sw[2] = {static_cast<uint64_t>(a->w_stride_n), static_cast<uint64_t>(a->w_stride_e)};
+  const int e = fp8moe_sm90_encode(a->tma_encode, &mw, a->w, 3, dw, sw, kBK, kBN);
+  if (e != 0) return e;
+  const int64_t items = static_cast<int64_t>(a->max_tiles) * (a->I / kBN);
+  const int64_t ctas_max = a->max_ctas / FP8MOE_GEMM1_CTAS_PER_SM;
+  const dim3 grid(static_cast<unsigned>(items < ctas_max ? items : ctas_max));
+  switch (a->scale_mode) {
+    case FP8MOE_SCALE_BLOCK: return static_cast<int>(launch<FP8MOE_SCALE_BLOCK>(*a, mw, grid, stream));
+    case FP8MOE_SCALE_ROW: return static_cast<int>(launch<FP8MOE_SCALE_ROW>(*a, mw, grid, stream));
+    default: return static_cast<int>(launch<FP8MOE_SCALE_TENSOR>(*a, mw, grid, stream));
+  }
+}
+
+extern "C" int fp8moe_prepare_gemm1_sm90_smem(void) {
+  using namespace fp8moe::sm90;
+  const int bytes = static_cast<int>(kSmemBytes);
+  cudaError_t e = cudaFuncSetAttribute(gemm1_wgmma_kernel<FP8MOE_SCALE_BLOCK>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+  if (e == cudaSuccess)
+    e = cudaFuncSetAttribute(gemm1_wgmma_kernel<FP8MOE_SCALE_ROW>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+  if (e == cudaSuccess)
+    e = cudaFuncSetAttribute(gemm1_wgmma_kernel<FP8MOE_SCALE_TENSOR>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+  return static_cast<int>(e);
+}

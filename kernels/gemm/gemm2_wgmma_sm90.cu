@@ -1,0 +1,130 @@
+/* gemm2_wgmma_sm90.cu — grouped GEMM2 on Hopper: y[r, n] = a2q[r]·W2[e, n] dequantized exactly as
+ * gemm2_mma_sm89.cu (TENSOR acc·(s_a2·s_w); BLOCK Σ_kb partial·s_a2[r,kb]·s_w[e,nb,kb]; ROW acc·s_a2[r]·s_w[e,n])
+ * with the warp-specialized wgmma + TMA machinery of wgmma_sm90.cuh. a2q rows are contiguous and expert-sorted
+ * (tile_m = 64), so the producer loads both operands by TMA: per stage one 64×128 box of a2q and two
+ * 128×128 boxes of W2[e] (output columns n0 … n0+255), 40 KB, expect_tx on the stage's full barrier.
+ * Persistent CTAs (one per SM, 384 threads) walk (tile, 256-column block) items column-block major over the
+ * device-side num_tiles/tile_expert; consumer warpgroup w writes columns n0 + 128w … of the 64 rows. */
+#include "wgmma_sm90.cuh"
+
+namespace fp8moe {
+namespace sm90 {
+namespace {
+
+template <int SCALE>
+__global__ void __launch_bounds__(kThreads, 1)
+    gemm2_wgmma_kernel(const __grid_constant__ fp8moe_gemm2_args a, const __grid_constant__ CUtensorMap map_a,
+                       const __grid_constant__ CUtensorMap map_w) {
+#if FP8MOE_SM90A
+  extern __shared__ uint8_t smem_raw[];
+  Smem& sm = smem_of(smem_raw);
+  init_barriers(sm, 1);
+  const int32_t tiles = *a.num_tiles;
+  const int64_t items = static_cast<int64_t>(tiles) * (a.H / kGemm2Cols);
+  const int kblocks = a.I / kBK;
+
+  if (threadIdx.x < 128) {
+    setmaxnreg_dec<kProducerRegs>();
+    if (threadIdx.x == 0) {
+      uint32_t it = 0;
+      for (int64_t w = blockIdx.x; w < items; w += gridDim.x) {
+        const int tile = static_cast<int>(w % tiles);
+        const int32_t n0 = static_cast<int32_t>(w / tiles) * kGemm2Cols;
+        const int32_t e = a.tile_expert[tile];
+        for (int kb = 0; kb < kblocks; ++kb, ++it) {
+          const int s = static_cast<int>(it % kStages);
+          mbar_wait(&sm.empty[s], ((it / kStages) & 1u) ^ 1u);
+          mbar_arrive_expect_tx(&sm.full[s], kATileBytes + 2 * kBTileBytes);
+          tma_load_2d(sm.st[s].a, &map_a, &sm.full[s], kb * kBK, tile * kBM);
+          tma_load_3d(sm.st[s].b[0], &map_w, &sm.full[s], kb * kBK, n0, e);
+          tma_load_3d(sm.st[s].b[1], &map_w, &sm.full[s], kb * kBK, n0 + kBN, e);
+        }
+      }
+    }
+  } else {
+    setmaxnreg_inc<kConsumerRegs>();
+    const int ct = threadIdx.x - 128, wg = ct / 128, lane = ct % 32, q = (ct % 128) / 32;
+    const int g = lane / 4, t = lane % 4;
+    const int rr[2] = {16 * q + g, 16 * q + g + 8};
+    uint32_t it = 0;
+    for (int64_t w = blockIdx.x; w < items; w += gridDim.x) {
+      const int tile = static_cast<int>(w % tiles);
+      const int32_t nb = static_cast<int32_t>(w / tiles) * kGemm2Cols + wg * kBN; /* this warpgroup's columns */
+      const int32_t e = a.tile_expert[tile];
+      const int64_t row0 = static_cast<int64_t>(tile) * kBM;
+      float acc[64];
+      auto sa = [&](int h, int kb) { return kref_at(a.a2_scale, row0 + rr[h], kb); };
+      auto sb = [&](int kb) { return kref_at(a.w_scale, e, nb / kBN, kb); };
+      consume<SCALE == FP8MOE_SCALE_BLOCK>(sm, wg, kblocks, it, acc, sa, sb);
+
+      float st = 0.0f, sr[2] = {0.0f, 0.0f};
+      if (SCALE == FP8MOE_SCALE_TENSOR) st = kref_at(a.a2_scale, 0) * kref_at(a.w_scale, e);
+      if (SCALE == FP8MOE_SCALE_ROW) {
+        sr[0] = kref_at(a.a2_scale, row0 + rr[0]);
+        sr[1] = kref_at(a.a2_scale, row0 + rr[1]);
+      }
+#pragma unroll
+      for (int i = 0; i < 64; i += 2) {
+        const int h = acc_half(i), col = nb + acc_col(i, t);
+        float v0 = acc[i], v1 = acc[i + 1];
+        if (SCALE == FP8MOE_SCALE_TENSOR) {
+          v0 *= st;
+          v1 *= st;
+        } else if (SCALE == FP8MOE_SCALE_ROW) {
+          v0 = v0 * sr[h] * kref_at(a.w_scale, e, col);
+          v1 = v1 * sr[h] * kref_at(a.w_scale, e, col + 1);
+        }
+        *reinterpret_cast<float2*>(a.y + (row0 + rr[h]) * a.H + col) = make_float2(v0, v1);
+      }
+    }
+  }
+#elif defined(__CUDA_ARCH__)
+  (void)a;
+  (void)map_a;
+  (void)map_w;
+  __trap(); /* the plan selects this kernel only where the sm_90a SASS loads */
+#endif
+}
+
+template <int SCALE>
+cudaError_t launch(const fp8moe_gemm2_args& a, const CUtensorMap& ma, const CUtensorMap& mw, dim3 grid,
+                   cudaStream_t stream) {
+  gemm2_wgmma_kernel<SCALE><<<grid, kThreads, kSmemBytes, stream>>>(a, ma, mw);
+  return cudaGetLastError();
+}
+
+}  // namespace
+}  // namespace sm90
+}  // namespace fp8moe
+
+extern "C" int fp8moe_launch_gemm2_sm90(const fp8moe_gemm2_args* a, cudaStream_t stream) {
+  using namespace fp8moe::sm90;
+  if (a->max_tiles == 0) return cudaSuccess;
+  CUtensorMap ma, mw;
+  const uint64_t rows = static_cast<uint64_t>(a->max_tiles) * kBM;
+  const uint64_t da[2] = {static_cast<uint64_t>(a->I), rows}, sa[1] = {static_cast<uint64_t>(a->I)};
+  const uint64_t dw[3] = {static_cast<uint64_t>(a->I), static_cast<uint64_t>(a->H), static_cast<uint64_t>(a->E_local)};
+  const uint64_t sw[2] = {static_cast<uint64_t>(a->w_stride_n), static_cast<uint64_t>(a->w_stride_e)};
+  int e = fp8moe_sm90_encode(a->tma_encode, &ma, a->a2q, 2, da, sa, kBK, kBM);
+  if (e == 0) e = fp8moe_sm90_encode(a->tma_encode, &mw, a->w, 3, dw, sw, kBK, kBN);
+  if (e != 0) return e;
+  const int64_t items = static_cast<int64_t>(a->max_tiles) * (a->H / (2 * kBN));
+  const int64_t ctas_max = a->max_ctas / FP8MOE_GEMM2_CTAS_PER_SM; /* one CTA per SM here */
+  const dim3 grid(static_cast<unsigned>(items < ctas_max ? items : ctas_max));
+  switch (a->scale_mode) {
+    case FP8MOE_SCALE_BLOCK: return static_cast<int>(launch<FP8MOE_SCALE_BLOCK>(*a, ma, mw, grid, stream));
+    case FP8MOE_SCALE_ROW: return static_cast<int>(launch<FP8MOE_SCALE_ROW>(*a, ma, mw, grid, stream));
+    default: return static_cast<int>(launch<FP8MOE_SCALE_TENSOR>(*a, ma, mw, grid, stream));
+  }
+}
+
+extern "C" int fp8moe_prepare_gemm2_sm90_smem(void) {
+  using namespace fp8moe::sm90;
+  const int bytes = static_cast<int>(kSmemBytes);
+  cudaError_t e = cudaFuncSetAttribute(gemm2_wgmma_kernel<FP8MOE_SCALE_BLOCK>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+  if (e == cudaSuccess)
+    e = cudaFuncSetAttribute(gemm2_wgmma_kernel<FP8MOE_SCALE_ROW>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+  if (e == cudaSuccess)
+    e = cudaFuncSetAttribute(gemm2_wgmma_kernel<FP8MOE_SCALE_TENSOR>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+  return static_cast<int>(e);
+}

@@ -1,0 +1,243 @@
+/* wgmma_sm90.cuh — the Hopper (sm_90a) grouped-GEMM machinery shared by gemm1_wgmma_sm90.cu and
+ * gemm2_wgmma_sm90.cu: a warp-specialized CTA of 384 threads (one producer warpgroup, two consumer
+ * warpgroups), a kStages-deep ring of shared-memory stages guarded by mbarriers (full: data landed; empty:
+ * both consumers are done with it), TMA loads of 128×128-byte weight boxes with the 128-byte swizzle, and
+ * `wgmma.mma_async m64n128k32 e4m3` reading both operands from shared memory (K-major, swizzled).
+ * One stage holds A (64 rows × 128 K) and two B tiles (2 × 128 rows × 128 K); consumer warpgroup w
+ * multiplies A by B tile w, so a CTA computes 64 × 256 outputs per stage (GEMM1: 128 gate + 128 up columns
+ * of the same 128 intermediate columns; GEMM2: 256 output columns). A comes by TMA where rows are contiguous
+ * (GEMM2's expert-sorted a2q) or by cp.async gathers written in the same swizzled layout (GEMM1's token rows
+ * through sorted_slots). Every 128 of K (one stage) the tensor cores' partial sum is promoted into an
+ * fp32 accumulator (with the block scales for FP8_BLOCK128), as the mma.sync kernels do for block scales.
+ * Everything that needs sm_90a is compiled only under __CUDA_ARCH_FEAT_SM90_ALL; the compute_90 PTX build
+ * gets a trapping body, and the kernel plan (src/cuda/cuda_plan.c) selects these
+ * kernels only on compute capability 9.0, where the sm_90a SASS is the one that loads. */
+#ifndef FP8MOE_KERNELS_WGMMA_SM90_CUH
+#define FP8MOE_KERNELS_WGMMA_SM90_CUH
+
+#include <cuda.h> /* CUtensorMap (a type only: no libcuda symbol is referenced) */
+
+#include "common.cuh"
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define FP8MOE_SM90A 1
+#else
+#define FP8MOE_SM90A 0
+#endif
+
+extern "C" {
+/* Shared-memory limits of each file's kernels (called by fp8moe_prepare_gemm_sm90). */
+int fp8moe_prepare_gemm1_sm90_smem(void);
+int fp8moe_prepare_gemm2_sm90_smem(void);
+/* Host: a tiled e4m3 tensor map with the 128-byte swizzle: dims[0] = K (bytes, contiguous), box
+ * box0 × box1 (× 1). rank 2 or 3; strides in bytes for dims 1.. */
+int fp8moe_sm90_encode(void* encode_fn, CUtensorMap* map, const void* base, int rank, const uint64_t* dims,
+                       const uint64_t* strides, uint32_t box0, uint32_t box1);
+}
+
+namespace fp8moe {
+namespace sm90 {
+
+constexpr int kBM = 64;   /* rows per tile: FP8MOE_GEMM_TILE_M_LARGE */
+constexpr int kBN = 128;  /* columns per B tile (one per consumer warpgroup) */
+constexpr int kBK = 128;  /* K per stage: one scale block, one 128-byte swizzle row */
+constexpr int kStages = 4;
+constexpr int kThreads = 384;
+constexpr int kConsumers = 256;
+constexpr int kLag = 2;   /* cp.async groups a gathering producer thread keeps in flight before publishing */
+constexpr int kATileBytes = kBM * kBK;
+constexpr int kBTileBytes = kBN * kBK;
+constexpr int kEpiPitch = kBN + 4;
+constexpr int kGemm2Cols = 2 * kBN; /* GEMM2 output columns per work item */
+constexpr int kProducerRegs = 40, kConsumerRegs = 232; /* 128·40 + 256·232 ≤ 64K registers */
+
+static_assert(kBM == FP8MOE_GEMM_TILE_M_LARGE, "the plan's tile_m for these kernels");
+static_assert(kBK == FP8MOE_GEMM_TILE_K, "one stage is one 128-wide scale block");
+
+struct Stage {
+  uint8_t a[kATileBytes];
+  uint8_t b[2][kBTileBytes];
+};
+static_assert(sizeof(Stage) % 1024 == 0, "the 128-byte swizzle repeats every 1024 bytes: tiles stay aligned");
+
+struct Smem {
+  Stage st[kStages];
+  float epi[kBM][kEpiPitch]; /* GEMM1's epilogue: up values, then the activated tile */
+  uint64_t full[kStages];
+  uint64_t empty[kStages];
+};
+constexpr size_t kSmemBytes = sizeof(Smem) + 1024; /* + slack to align the dynamic buffer to 1024 */
+
+__device__ __forceinline__ Smem& smem_of(uint8_t* raw) {
+  return *reinterpret_cast<Smem*>((reinterpret_cast<uintptr_t>(raw) + 1023) & ~static_cast<uintptr_t>(1023));
+}
+
+__device__ __forceinline__ uint32_t saddr(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
+
+#if FP8MOE_SM90A
+__device__ __forceinline__ void mbar_init(uint64_t* b, uint32_t count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(saddr(b)), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_init_fence() { asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory"); }
+__device__ __forceinline__ void mbar_arrive(uint64_t* b) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(saddr(b)) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive_expect_tx(uint64_t* b, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(saddr(b)), "r"(bytes) : "memory");
+}
+/* Waits until the phase with the given parity has completed (a fresh barrier counts parity 1 as done). */
+__device__ __forceinline__ void mbar_wait(uint64_t* b, uint32_t parity) {
+  asm volatile(
+      "{\n.reg .pred done;\n"
+      "WAIT:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra WAIT;\n"
+      "}\n" ::"r"(saddr(b)),
+      "r"(parity)
+      : "memory");
+}
+/* Generic-proxy writes (cp.async) made visible to the async proxy (wgmma reads). */
+__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+
+__device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, uint64_t* bar, int32_t c0, int32_t c1) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];\n" ::"r"(
+          saddr(dst)),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(saddr(bar)), "r"(c0), "r"(c1)
+      : "memory");
+}
+__device__ __forceinline__ void tma_load_3d(void* dst, const CUtensorMap* map, uint64_t* bar, int32_t c0, int32_t c1,
+                                            int32_t c2) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5}], "
+      "[%2];\n" ::"r"(saddr(dst)),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(saddr(bar)), "r"(c0), "r"(c1), "r"(c2)
+      : "memory");
+}
+
+template <uint32_t N>
+__device__ __forceinline__ void setmaxnreg_dec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
+}
+template <uint32_t N>
+__device__ __forceinline__ void setmaxnreg_inc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
+}
+
+/* Named barrier among the two consumer warpgroups (id 1; 0 is __syncthreads). */
+__device__ __forceinline__ void consumer_sync() { asm volatile("bar.sync 1, %0;\n" ::"n"(kConsumers) : "memory"); }
+
+/* Shared-memory matrix descriptor: K-major tile with 128-byte rows and the 128-byte swizzle; 8-row core
+ * groups are 1024 bytes apart (stride byte offset); the leading byte offset is unused (0) for this layout. */
+__device__ __forceinline__ uint64_t desc_sw128(const void* tile) {
+  const uint64_t addr = saddr(tile);
+  return ((addr & 0x3FFFF) >> 4) | ((1024ull >> 4) << 32) | (1ull << 62);
+}
+
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_wait0() { asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); }
+
+/* Keeps the compiler from moving accumulator reads or writes across wgmma issue and wait. */
+__device__ __forceinline__ void fence_regs(float (&d)[64]) {
+#pragma unroll
+  for (int i = 0; i < 64; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+
+/* d (+)= A(64×32, desc_a) · B(128×32, desc_b)ᵀ; accumulate = 0 overwrites d. Accumulator layout per thread
+ * (warp q of the warpgroup, lane = 4g + t): d[4j + h] is row 16q + g + 8·(h ≥ 2), column 8j + 2t + (h & 1). */
+__device__ __forceinline__ void wgmma_m64n128k32(float (&d)[64], uint64_t desc_a, uint64_t desc_b,
+                                                 uint32_t accumulate) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
+      "%64, %65, p, 1, 1;\n}\n"
+      :
+        "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+      : "l"(desc_a), "l"(desc_b), "r"(accumulate));
+}
+#endif /* FP8MOE_SM90A */
+
+/* Row of accumulator element i for this thread (rows r0 = 16q + g and r0 + 8), column offset. */
+__device__ __forceinline__ int acc_half(int i) { return (i >> 1) & 1; }
+__device__ __forceinline__ int acc_col(int i, int t) { return (i >> 2) * 8 + 2 * t + (i & 1); }
+
+/* Barrier setup by one thread, then a CTA barrier. full: 1 arrival (the TMA issuer's expect_tx) plus, for a
+ * gathering producer, one per producer thread; empty: one per consumer thread. */
+__device__ __forceinline__ void init_barriers(Smem& sm, uint32_t full_count) {
+#if FP8MOE_SM90A
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kStages; ++s) {
+      mbar_init(&sm.full[s], full_count);
+      mbar_init(&sm.empty[s], kConsumers);
+    }
+    mbar_init_fence();
+  }
+#else
+  (void)sm;
+  (void)full_count;
+#endif
+  __syncthreads();
+}
+
+/* Consumer main loop for one work item: kblocks stages starting at ring position `it`. Hopper's fp8 wgmma
+ * keeps a narrower-than-fp32 accumulator (~14 bits of mantissa in the additions), so every stage's 128-K sum
+ * starts from zero in `part` and is promoted into the fp32 `acc` by ordinary FADD/FFMA, for every format:
+ * BLOCK acc += part·sa(row)·sb (sa(h, kb) for the thread's two rows, sb(kb) for its B tile), otherwise
+ * acc += part (the scales apply once, in the epilogue). Arrives on `empty` once the stage is read. */
+template <bool BLOCK, class RowScale, class BScale>
+__device__ __forceinline__ void consume(Smem& sm, int wg, int kblocks, uint32_t& it, float (&acc)[64],
+                                        RowScale sa, BScale sb) {
+#if FP8MOE_SM90A
+  float part[64];
+#pragma unroll
+  for (int i = 0; i < 64; ++i) {
+    part[i] = 0.0f;
+    acc[i] = 0.0f;
+  }
+  for (int kb = 0; kb < kblocks; ++kb, ++it) {
+    float s0 = 0.0f, s1 = 0.0f, sw = 0.0f;
+    if (BLOCK) { /* issued before the wait: the loads overlap it */
+      s0 = sa(0, kb);
+      s1 = sa(1, kb);
+      sw = sb(kb);
+    }
+    const int s = static_cast<int>(it % kStages);
+    mbar_wait(&sm.full[s], (it / kStages) & 1u);
+    const uint64_t da = desc_sw128(sm.st[s].a), db = desc_sw128(sm.st[s].b[wg]);
+    wgmma_fence();
+    fence_regs(part);
+#pragma unroll
+    for (int kk = 0; kk < kBK / 32; ++kk) wgmma_m64n128k32(part, da + 2 * kk, db + 2 * kk, kk > 0);
+    wgmma_commit();
+    wgmma_wait0();
+    fence_regs(part);
+    mbar_arrive(&sm.empty[s]);
+    if (BLOCK) {
+#pragma unroll
+      for (int i = 0; i < 64; ++i) acc[i] += part[i] * (acc_half(i) ? s1 : s0) * sw;
+    } else {
+#pragma unroll
+      for (int i = 0; i < 64; ++i) acc[i] += part[i];
+    }
+  }
+#else
+  (void)sm; (void)wg; (void)kblocks; (void)it; (void)acc; (void)sa; (void)sb;
+#endif
+}
+
+}  // namespace sm90
+}  // namespace fp8moe
+
+#endif /* FP8MOE_KERNELS_WGMMA_SM90_CUH */

@@ -1,0 +1,86 @@
+/* cuda_plan.c — the kernel plan rows (cuda_plan.h) and their lookup. Rows are data: to change which kernel
+ * runs where, edit the table. The wgmma rows are limited to compute capability 9.0 exactly: their code exists
+ * only as sm_90a SASS (the compute_90 PTX fallback, JIT-compiled on newer chips, has no wgmma), and the
+ * mma.sync rows after them need nothing, so every problem has a row. */
+#include "cuda_plan.h"
+
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TMA_W13 FP8MOE_PLAN_NEEDS_TMA_W13
+#define TMA_W2 FP8MOE_PLAN_NEEDS_TMA_W2
+#define H256 FP8MOE_PLAN_NEEDS_H256
+#define TMA_ENC FP8MOE_PLAN_NEEDS_TMA_ENC
+#define ON1 FP8MOE_PLAN_NEEDS_SM90_GEMM1
+#define ON2 FP8MOE_PLAN_NEEDS_SM90_GEMM2
+
+static const fp8moe_plan_row k_rows[] = {
+    /* gemm, cc range, regime, kernel, tile_m, stages, needs, why */
+    {FP8MOE_GEMM1, 90, 90, FP8MOE_M_LARGE, FP8MOE_GEMM_WGMMA_SM90, 64, 4, TMA_W13 | TMA_ENC | ON1,
+     "Hopper, ≥32 rows/expert: wgmma 64×(128 gate + 128 up), TMA weights, cp.async row gather"},
+    {FP8MOE_GEMM2, 90, 90, FP8MOE_M_LARGE, FP8MOE_GEMM_WGMMA_SM90, 64, 4, TMA_W2 | H256 | TMA_ENC | ON2,
+     "Hopper, ≥32 rows/expert: wgmma 64×256, TMA activations and weights"},
+    {FP8MOE_GEMM1, 89, 999, FP8MOE_M_LARGE, FP8MOE_GEMM_MMA_SYNC, 64, 4, 0,
+     "fallback: mma.sync 64×(2×128), any layout, any sm_89+"},
+    {FP8MOE_GEMM2, 89, 999, FP8MOE_M_LARGE, FP8MOE_GEMM_MMA_SYNC, 64, 4, 0,
+     "fallback: mma.sync 64×128, any layout, any sm_89+"},
+    {FP8MOE_GEMM1, 89, 999, FP8MOE_M_SMALL, FP8MOE_GEMM_MMA_SYNC, 16, 4, 0,
+     "decode: 16-row tiles waste least on padding"},
+    {FP8MOE_GEMM2, 89, 999, FP8MOE_M_SMALL, FP8MOE_GEMM_MMA_SYNC, 16, 4, 0,
+     "decode: 16-row tiles waste least on padding"},
+};
+
+const fp8moe_plan_row* fp8moe_cuda_plan_rows(int32_t* count) {
+  *count = (int32_t)(sizeof k_rows / sizeof k_rows[0]);
+  return k_rows;
+}
+
+fp8moe_m_regime fp8moe_cuda_plan_regime(const fp8moe_problem* p) {
+  /* Below 32 rows per expert on average, 64-row tiles would be mostly padding (docs/GPU.md). */
+  return (size_t)p->T * (size_t)p->K < 32 * (size_t)p->E ? FP8MOE_M_SMALL : FP8MOE_M_LARGE;
+}
+
+static int row_matches(const fp8moe_plan_row* r, int32_t gemm, int32_t cc, int32_t regime) {
+  return r->gemm == gemm && cc >= r->cc_min && cc <= r->cc_max && r->regime == regime;
+}
+
+int32_t fp8moe_cuda_plan_tile_m(int32_t cc, const fp8moe_problem* p) {
+  const int32_t regime = fp8moe_cuda_plan_regime(p);
+  for (size_t i = 0; i < sizeof k_rows / sizeof k_rows[0]; ++i)
+    if (row_matches(&k_rows[i], FP8MOE_GEMM1, cc, regime)) return k_rows[i].tile_m;
+  return regime == FP8MOE_M_SMALL ? 16 : 64; /* cc below every row: the backend refuses such devices */
+}
+
+static int tma_ok(const fp8moe_view* w) {
+  /* A 3-D tiled tensor map [E, N, K] of bytes: 16-byte aligned base, strides multiples of 16, rows that
+   * do not overlap (the box reads 128 contiguous bytes of a row). */
+  const int64_t n = w->shape[1], k = w->shape[2];
+  return ((uintptr_t)w->data % 16) == 0 && w->strides[2] == 1 && w->strides[1] % 16 == 0 &&
+         w->strides[0] % 16 == 0 && w->strides[1] >= k && w->strides[0] >= n * w->strides[1];
+}
+
+uint32_t fp8moe_cuda_plan_context_offers(int have_tma_encoder) {
+  uint32_t o = have_tma_encoder ? FP8MOE_PLAN_NEEDS_TMA_ENC : 0u;
+  const char* off = getenv("FP8MOE_CUDA_GEMM_FALLBACK");
+  if (off == NULL || strchr(off, '1') == NULL) o |= FP8MOE_PLAN_NEEDS_SM90_GEMM1;
+  if (off == NULL || strchr(off, '2') == NULL) o |= FP8MOE_PLAN_NEEDS_SM90_GEMM2;
+  return o;
+}
+
+uint32_t fp8moe_cuda_plan_offers(const fp8moe_problem* p, uint32_t context_offers) {
+  uint32_t o = context_offers;
+  if (tma_ok(&p->w13)) o |= FP8MOE_PLAN_NEEDS_TMA_W13;
+  if (tma_ok(&p->w2)) o |= FP8MOE_PLAN_NEEDS_TMA_W2;
+  if (p->H % 256 == 0) o |= FP8MOE_PLAN_NEEDS_H256;
+  return o;
+}
+
+const fp8moe_plan_row* fp8moe_cuda_plan_pick(int32_t gemm, int32_t cc, const fp8moe_problem* p, uint32_t offers) {
+  const int32_t regime = fp8moe_cuda_plan_regime(p), tile_m = fp8moe_cuda_plan_tile_m(cc, p);
+  for (size_t i = 0; i < sizeof k_rows / sizeof k_rows[0]; ++i) {
+    const fp8moe_plan_row* r = &k_rows[i];
+    if (row_matches(r, gemm, cc, regime) && r->tile_m == tile_m && (r->needs & ~offers) == 0) return r;
+  }
+  return NULL;
+}

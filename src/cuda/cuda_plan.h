@@ -1,0 +1,64 @@
+/* cuda_plan.h — the kernel plan: the one place the CUDA backend chooses a GEMM kernel and its tile shape.
+ * A plan row maps (compute capability range, M regime = average rows per expert, size and layout
+ * requirements) to (kernel, tile_m, stages); cuda_plan.c holds the rows as data, first match wins.
+ * The workspace layout asks the plan for tile_m only, which depends on the regime and the device, never on
+ * tensor addresses, so query_workspace and run agree; every row of one (device, regime) has the same tile_m.
+ * docs/GPU.md prints the table. */
+#ifndef FP8MOE_CUDA_PLAN_H
+#define FP8MOE_CUDA_PLAN_H
+
+#include <stdint.h>
+
+#include "problem_internal.h"
+
+/* Which grouped GEMM kernel runs (kernels/gemm/). */
+typedef enum fp8moe_gemm_kernel {
+  FP8MOE_GEMM_MMA_SYNC = 0,   /* mma.sync m16n8k32 e4m3, cp.async, any sm_89+ (gemm{1,2}_mma.cu) */
+  FP8MOE_GEMM_WGMMA_SM90 = 1  /* wgmma m64n128k32 e4m3 + TMA, warp-specialized, sm_90a only (gemm{1,2}_wgmma_sm90.cu) */
+} fp8moe_gemm_kernel;
+
+/* M regimes: average routed rows per expert T·K/E below 32 is SMALL (decode), otherwise LARGE. */
+typedef enum fp8moe_m_regime { FP8MOE_M_SMALL = 0, FP8MOE_M_LARGE = 1 } fp8moe_m_regime;
+
+/* Requirements a row may state (bit mask), checked against the problem at run time. */
+#define FP8MOE_PLAN_NEEDS_TMA_W13 1u  /* w13 base 16-byte aligned, row and expert strides multiples of 16 */
+#define FP8MOE_PLAN_NEEDS_TMA_W2 2u   /* the same for w2 */
+#define FP8MOE_PLAN_NEEDS_H256 4u     /* H a multiple of 256 (GEMM2 tiles of 2×128 columns) */
+#define FP8MOE_PLAN_NEEDS_TMA_ENC 8u  /* the driver's cuTensorMapEncodeTiled was found at context creation */
+#define FP8MOE_PLAN_NEEDS_SM90_GEMM1 16u /* the sm90 GEMM1 is not switched off (FP8MOE_CUDA_GEMM_FALLBACK) */
+#define FP8MOE_PLAN_NEEDS_SM90_GEMM2 32u /* the same for GEMM2 */
+
+/* Context-level offers, decided once at context creation: TMA_ENC when the encoder was found, and
+ * SM90_GEMM1/2 unless the environment variable FP8MOE_CUDA_GEMM_FALLBACK names that GEMM ("1", "2" or "12":
+ * those GEMMs take the mma.sync rows; a diagnostic and A/B switch, read only here). */
+uint32_t fp8moe_cuda_plan_context_offers(int have_tma_encoder);
+
+typedef enum fp8moe_gemm_which { FP8MOE_GEMM1 = 1, FP8MOE_GEMM2 = 2 } fp8moe_gemm_which;
+
+typedef struct fp8moe_plan_row {
+  int32_t gemm;        /* fp8moe_gemm_which */
+  int32_t cc_min, cc_max; /* compute capability range (major·10 + minor), inclusive */
+  int32_t regime;      /* fp8moe_m_regime */
+  int32_t kernel;      /* fp8moe_gemm_kernel */
+  int32_t tile_m;      /* rows per tile (every expert's rows are padded to it) */
+  int32_t stages;      /* shared-memory pipeline depth */
+  uint32_t needs;      /* FP8MOE_PLAN_NEEDS_* */
+  const char* why;     /* one line: why this row exists */
+} fp8moe_plan_row;
+
+/* The rows, in match order (for docs and tests). */
+const fp8moe_plan_row* fp8moe_cuda_plan_rows(int32_t* count);
+
+fp8moe_m_regime fp8moe_cuda_plan_regime(const fp8moe_problem* p);
+
+/* Tile rows for the workspace layout: the tile_m of the first GEMM1 row of (cc, regime). */
+int32_t fp8moe_cuda_plan_tile_m(int32_t cc, const fp8moe_problem* p);
+
+/* What the problem and the context satisfy (FP8MOE_PLAN_NEEDS_* bits). */
+uint32_t fp8moe_cuda_plan_offers(const fp8moe_problem* p, uint32_t context_offers);
+
+/* The row chosen for one GEMM: the first row of (gemm, cc, regime) whose needs ⊆ offers and whose tile_m is
+ * the layout's. Never NULL for cc ≥ 90 (the mma.sync rows need nothing). */
+const fp8moe_plan_row* fp8moe_cuda_plan_pick(int32_t gemm, int32_t cc, const fp8moe_problem* p, uint32_t offers);
+
+#endif /* FP8MOE_CUDA_PLAN_H */

@@ -1,0 +1,125 @@
+/* test_cuda_plan.c — the CUDA backend's kernel plan (src/cuda/cuda_plan.c) as data, on the host (no GPU):
+ * every (device, regime) has a row for each GEMM that needs nothing, every row of one (device, regime)
+ * has the layout's tile_m (so query_workspace and run agree whichever row the addresses pick), the wgmma
+ * rows are taken on compute capability 9.0 only and only when the problem and context offer what they need
+ * (TMA-able weights, H % 256 for GEMM2, the driver's encoder, not switched off by
+ * FP8MOE_CUDA_GEMM_FALLBACK). Compiles cuda_plan.c in; links no CUDA library. */
+#define _POSIX_C_SOURCE 200809L /* setenv, unsetenv */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_plan.h"
+#include "plugin_host.h"
+
+/* A problem with natural-layout weights at an aligned (or misaligned) fake address; only sizes and views
+ * matter to the plan. */
+static fp8moe_problem problem(int64_t T, int64_t H, int64_t I, int32_t E, int32_t K, uintptr_t w_addr) {
+  fp8moe_problem p;
+  memset(&p, 0, sizeof p);
+  p.T = T;
+  p.H = H;
+  p.I = I;
+  p.E = E;
+  p.E_local = E;
+  p.K = K;
+  fp8moe_view* w[2] = {&p.w13, &p.w2};
+  const int64_t n[2] = {2 * I, H}, k[2] = {H, I};
+  for (int i = 0; i < 2; ++i) {
+    w[i]->data = (void*)w_addr;
+    w[i]->dt = FP8MOE_DT_E4M3;
+    w[i]->ndim = 3;
+    w[i]->shape[0] = E;
+    w[i]->shape[1] = n[i];
+    w[i]->shape[2] = k[i];
+    w[i]->strides[0] = n[i] * k[i];
+    w[i]->strides[1] = k[i];
+    w[i]->strides[2] = 1;
+  }
+  return p;
+}
+
+static int32_t kernel_of(int32_t gemm, int32_t cc, const fp8moe_problem* p, uint32_t ctx) {
+  const fp8moe_plan_row* r = fp8moe_cuda_plan_pick(gemm, cc, p, fp8moe_cuda_plan_offers(p, ctx));
+  return r ? r->kernel : -1;
+}
+
+static void rows_are_consistent(void) {
+  int32_t n = 0;
+  const fp8moe_plan_row* rows = fp8moe_cuda_plan_rows(&n);
+  EXPECT(n > 0, "the plan has no rows");
+  const int64_t tokens[] = {1, 64, 2048};
+  for (int32_t cc = 89; cc <= 120; ++cc)
+    for (size_t t = 0; t < sizeof tokens / sizeof tokens[0]; ++t) {
+      const fp8moe_problem p = problem(tokens[t], 7168, 2048, 256, 8, 0x10000);
+      const int32_t tile_m = fp8moe_cuda_plan_tile_m(cc, &p), regime = fp8moe_cuda_plan_regime(&p);
+      for (int32_t i = 0; i < n; ++i)
+        if (cc >= rows[i].cc_min && cc <= rows[i].cc_max && rows[i].regime == regime)
+          EXPECT(rows[i].tile_m == tile_m, "row %d (%s): tile_m %d, the layout's is %d at cc %d", (int)i,
+                 rows[i].why, (int)rows[i].tile_m, (int)tile_m, (int)cc);
+      for (int32_t gemm = FP8MOE_GEMM1; gemm <= FP8MOE_GEMM2; ++gemm) {
+        const fp8moe_plan_row* r = fp8moe_cuda_plan_pick(gemm, cc, &p, 0u); /* offers nothing */
+        EXPECT(r != NULL && r->kernel == FP8MOE_GEMM_MMA_SYNC && r->needs == 0,
+               "cc %d T %lld GEMM%d: no row that needs nothing", (int)cc, (long long)tokens[t], (int)gemm);
+      }
+    }
+}
+
+static void picks(void) {
+  const uint32_t all = FP8MOE_PLAN_NEEDS_TMA_ENC | FP8MOE_PLAN_NEEDS_SM90_GEMM1 | FP8MOE_PLAN_NEEDS_SM90_GEMM2;
+  const fp8moe_problem big = problem(2048, 7168, 2048, 256, 8, 0x10000);
+  EXPECT(fp8moe_cuda_plan_regime(&big) == FP8MOE_M_LARGE, "T=2048 deepseek-v3 is LARGE");
+  EXPECT(fp8moe_cuda_plan_tile_m(90, &big) == 64, "LARGE tile_m %d", (int)fp8moe_cuda_plan_tile_m(90, &big));
+  EXPECT(kernel_of(FP8MOE_GEMM1, 90, &big, all) == FP8MOE_GEMM_WGMMA_SM90, "Hopper LARGE GEMM1 → wgmma");
+  EXPECT(kernel_of(FP8MOE_GEMM2, 90, &big, all) == FP8MOE_GEMM_WGMMA_SM90, "Hopper LARGE GEMM2 → wgmma");
+  /* The sm_90a SASS is the only code of the wgmma kernels: never on other devices. */
+  EXPECT(kernel_of(FP8MOE_GEMM1, 100, &big, all) == FP8MOE_GEMM_MMA_SYNC, "cc 10.0 GEMM1 → mma.sync");
+  EXPECT(kernel_of(FP8MOE_GEMM2, 89, &big, all) == FP8MOE_GEMM_MMA_SYNC, "cc 8.9 GEMM2 → mma.sync");
+  /* Needs not offered. */
+  EXPECT(kernel_of(FP8MOE_GEMM1, 90, &big, all & ~FP8MOE_PLAN_NEEDS_TMA_ENC) == FP8MOE_GEMM_MMA_SYNC,
+         "no tensor-map encoder → mma.sync");
+  EXPECT(kernel_of(FP8MOE_GEMM2, 90, &big, all & ~FP8MOE_PLAN_NEEDS_SM90_GEMM2) == FP8MOE_GEMM_MMA_SYNC &&
+             kernel_of(FP8MOE_GEMM1, 90, &big, all & ~FP8MOE_PLAN_NEEDS_SM90_GEMM2) == FP8MOE_GEMM_WGMMA_SM90,
+         "GEMM2 switched off → GEMM2 mma.sync, GEMM1 wgmma");
+  const fp8moe_problem h384 = problem(2048, 384, 2048, 16, 4, 0x10000);
+  EXPECT(kernel_of(FP8MOE_GEMM2, 90, &h384, all) == FP8MOE_GEMM_MMA_SYNC &&
+             kernel_of(FP8MOE_GEMM1, 90, &h384, all) == FP8MOE_GEMM_WGMMA_SM90,
+         "H = 384: GEMM2 mma.sync (2×128-column tiles), GEMM1 wgmma");
+  const fp8moe_problem odd = problem(2048, 7168, 2048, 256, 8, 0x10008);
+  EXPECT(kernel_of(FP8MOE_GEMM1, 90, &odd, all) == FP8MOE_GEMM_MMA_SYNC &&
+             kernel_of(FP8MOE_GEMM2, 90, &odd, all) == FP8MOE_GEMM_MMA_SYNC,
+         "weights 8-byte aligned → mma.sync");
+  fp8moe_problem padded = big;
+  padded.w2.strides[1] = 2048 + 8; /* rows 8 bytes apart from 16-byte multiples */
+  padded.w2.strides[0] = 7168 * padded.w2.strides[1];
+  EXPECT(kernel_of(FP8MOE_GEMM2, 90, &padded, all) == FP8MOE_GEMM_MMA_SYNC &&
+             kernel_of(FP8MOE_GEMM1, 90, &padded, all) == FP8MOE_GEMM_WGMMA_SM90,
+         "w2 row stride not a multiple of 16 → GEMM2 mma.sync");
+  /* Decode regime. */
+  const fp8moe_problem one = problem(1, 7168, 2048, 256, 8, 0x10000);
+  EXPECT(fp8moe_cuda_plan_tile_m(90, &one) == 16 && kernel_of(FP8MOE_GEMM1, 90, &one, all) == FP8MOE_GEMM_MMA_SYNC,
+         "T=1: 16-row mma.sync tiles");
+}
+
+static void environment_switch(void) {
+  unsetenv("FP8MOE_CUDA_GEMM_FALLBACK");
+  uint32_t o = fp8moe_cuda_plan_context_offers(1);
+  EXPECT(o == (FP8MOE_PLAN_NEEDS_TMA_ENC | FP8MOE_PLAN_NEEDS_SM90_GEMM1 | FP8MOE_PLAN_NEEDS_SM90_GEMM2),
+         "default context offers 0x%x", (unsigned)o);
+  EXPECT(fp8moe_cuda_plan_context_offers(0) == (FP8MOE_PLAN_NEEDS_SM90_GEMM1 | FP8MOE_PLAN_NEEDS_SM90_GEMM2),
+         "no encoder: no TMA_ENC");
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "2", 1);
+  o = fp8moe_cuda_plan_context_offers(1);
+  EXPECT((o & FP8MOE_PLAN_NEEDS_SM90_GEMM1) && !(o & FP8MOE_PLAN_NEEDS_SM90_GEMM2), "FALLBACK=2: 0x%x", (unsigned)o);
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "12", 1);
+  o = fp8moe_cuda_plan_context_offers(1);
+  EXPECT(!(o & (FP8MOE_PLAN_NEEDS_SM90_GEMM1 | FP8MOE_PLAN_NEEDS_SM90_GEMM2)), "FALLBACK=12: 0x%x", (unsigned)o);
+  unsetenv("FP8MOE_CUDA_GEMM_FALLBACK");
+}
+
+int main(void) {
+  rows_are_consistent();
+  picks();
+  environment_switch();
+  return test_finish("test_cuda_plan", test_checks_run);
+}
