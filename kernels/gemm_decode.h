@@ -3,8 +3,8 @@
  * are the MMA's M, the tile's tokens its N). They take the same argument structs as gemm1.cu / gemm2.cu and
  * produce the same buffers with the same dequantization, activation and requantization semantics, except
  * that rows of a tile's upper half (rows 8..15) are neither computed nor written when the tile holds at most
- * 8 real rows (those rows are padding; nothing downstream reads them). Chosen by
- * fp8moe_cuda_use_decode_gemm (src/cuda/cuda_decode.c). */
+ * 8 real rows (those rows are padding; nothing downstream reads them). Chosen by the kernel plan's TINY
+ * rows (src/cuda/cuda_plan.c). */
 #ifndef FP8MOE_KERNELS_GEMM_DECODE_H
 #define FP8MOE_KERNELS_GEMM_DECODE_H
 

@@ -18,5 +18,6 @@ endif()
 if(FP8MOE_WITH_CUDA)
   fp8moe_add_test(NAME test_cuda_plan SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_cuda_plan.c
                   ${PROJECT_SOURCE_DIR}/src/cuda/cuda_plan.c TIMEOUT 60)
-  target_include_directories(test_cuda_plan PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/src/cuda)
+  target_include_directories(test_cuda_plan PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/src/cuda
+                             ${PROJECT_SOURCE_DIR}/kernels ${CUDAToolkit_INCLUDE_DIRS})
 endif()

@@ -3,7 +3,8 @@
  * has the layout's tile_m (so query_workspace and run agree whichever row the addresses pick), the wgmma
  * rows are taken on compute capability 9.0 only and only when the problem and context offer what they need
  * (TMA-able weights, H % 256 for GEMM2, the driver's encoder, not switched off by
- * FP8MOE_CUDA_GEMM_FALLBACK). Compiles cuda_plan.c in; links no CUDA library. */
+ * FP8MOE_CUDA_GEMM_FALLBACK), and the decode rows pair up at ≤ ½ routed row per expert when their grids fit
+ * and the weights are 16-byte aligned. Compiles cuda_plan.c in; links no CUDA library. */
 #define _POSIX_C_SOURCE 200809L /* setenv, unsetenv */
 #include <stdio.h>
 #include <stdlib.h>
@@ -95,25 +96,52 @@ static void picks(void) {
   EXPECT(kernel_of(FP8MOE_GEMM2, 90, &padded, all) == FP8MOE_GEMM_MMA_SYNC &&
              kernel_of(FP8MOE_GEMM1, 90, &padded, all) == FP8MOE_GEMM_WGMMA_SM90,
          "w2 row stride not a multiple of 16 → GEMM2 mma.sync");
-  /* Decode regime. */
+  /* Decode regimes: TINY (≤ ½ row per expert) takes the decode pair where the grids fit, SMALL the 16-row
+   * mma.sync tiles; both have the same tile height. */
+  const uint32_t dec = all | FP8MOE_PLAN_NEEDS_DECODE_GRIDS;
   const fp8moe_problem one = problem(1, 7168, 2048, 256, 8, 0x10000);
-  EXPECT(fp8moe_cuda_plan_tile_m(90, &one) == 16 && kernel_of(FP8MOE_GEMM1, 90, &one, all) == FP8MOE_GEMM_MMA_SYNC,
-         "T=1: 16-row mma.sync tiles");
+  EXPECT(fp8moe_cuda_plan_regime(&one) == FP8MOE_M_TINY && fp8moe_cuda_plan_tile_m(90, &one) == 16,
+         "T=1 deepseek-v3: TINY, 16-row tiles");
+  EXPECT(kernel_of(FP8MOE_GEMM1, 90, &one, dec) == FP8MOE_GEMM_DECODE &&
+             kernel_of(FP8MOE_GEMM2, 90, &one, dec) == FP8MOE_GEMM_DECODE,
+         "T=1: the decode pair");
+  EXPECT(kernel_of(FP8MOE_GEMM1, 90, &one, all) == FP8MOE_GEMM_MMA_SYNC &&
+             kernel_of(FP8MOE_GEMM2, 90, &one, all) == FP8MOE_GEMM_MMA_SYNC,
+         "decode grids do not fit: mma.sync pair");
+  EXPECT(kernel_of(FP8MOE_GEMM1, 89, &one, dec) == FP8MOE_GEMM_MMA_SYNC, "cc 8.9: no clusters, mma.sync");
+  const fp8moe_problem eight = problem(8, 7168, 2048, 256, 8, 0x10000), t32 = problem(32, 7168, 2048, 256, 8, 0x10000);
+  EXPECT(kernel_of(FP8MOE_GEMM1, 90, &eight, dec) == FP8MOE_GEMM_DECODE, "T=8 (2·T·K = E/2): decode");
+  EXPECT(fp8moe_cuda_plan_regime(&t32) == FP8MOE_M_SMALL && fp8moe_cuda_plan_tile_m(90, &t32) == 16 &&
+             kernel_of(FP8MOE_GEMM1, 90, &t32, dec) == FP8MOE_GEMM_MMA_SYNC,
+         "T=32 (one row per expert): SMALL, mma.sync");
+  const fp8moe_problem mis = problem(1, 7168, 2048, 256, 8, 0x10008);
+  EXPECT(kernel_of(FP8MOE_GEMM1, 90, &mis, dec) == FP8MOE_GEMM_MMA_SYNC &&
+             kernel_of(FP8MOE_GEMM2, 90, &mis, dec) == FP8MOE_GEMM_MMA_SYNC,
+         "8-byte aligned weights: mma.sync pair");
+  fp8moe_problem wide = problem(1, 128 * 129, 2048, 256, 8, 0x10000);
+  wide.quant_format = FP8MOE_QUANT_FP8_BLOCK128;
+  EXPECT(kernel_of(FP8MOE_GEMM1, 90, &wide, dec) == FP8MOE_GEMM_MMA_SYNC,
+         "block scales with 129 K blocks: beyond the decode kernels' scale staging");
+  wide.quant_format = FP8MOE_QUANT_FP8_PER_TENSOR;
+  EXPECT(kernel_of(FP8MOE_GEMM1, 90, &wide, dec) == FP8MOE_GEMM_DECODE, "per-tensor: no scale staging limit");
 }
 
 static void environment_switch(void) {
   unsetenv("FP8MOE_CUDA_GEMM_FALLBACK");
-  uint32_t o = fp8moe_cuda_plan_context_offers(1);
-  EXPECT(o == (FP8MOE_PLAN_NEEDS_TMA_ENC | FP8MOE_PLAN_NEEDS_SM90_GEMM1 | FP8MOE_PLAN_NEEDS_SM90_GEMM2),
-         "default context offers 0x%x", (unsigned)o);
-  EXPECT(fp8moe_cuda_plan_context_offers(0) == (FP8MOE_PLAN_NEEDS_SM90_GEMM1 | FP8MOE_PLAN_NEEDS_SM90_GEMM2),
-         "no encoder: no TMA_ENC");
+  const uint32_t sm90 = FP8MOE_PLAN_NEEDS_SM90_GEMM1 | FP8MOE_PLAN_NEEDS_SM90_GEMM2;
+  uint32_t o = fp8moe_cuda_plan_context_offers(1, 1);
+  EXPECT(o == (FP8MOE_PLAN_NEEDS_TMA_ENC | sm90 | FP8MOE_PLAN_NEEDS_DECODE_GRIDS), "default context offers 0x%x",
+         (unsigned)o);
+  EXPECT(fp8moe_cuda_plan_context_offers(0, 1) == (sm90 | FP8MOE_PLAN_NEEDS_DECODE_GRIDS), "no encoder: no TMA_ENC");
+  EXPECT(fp8moe_cuda_plan_context_offers(1, 0) == (FP8MOE_PLAN_NEEDS_TMA_ENC | sm90), "no decode grids");
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "2", 1);
-  o = fp8moe_cuda_plan_context_offers(1);
-  EXPECT((o & FP8MOE_PLAN_NEEDS_SM90_GEMM1) && !(o & FP8MOE_PLAN_NEEDS_SM90_GEMM2), "FALLBACK=2: 0x%x", (unsigned)o);
-  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "12", 1);
-  o = fp8moe_cuda_plan_context_offers(1);
-  EXPECT(!(o & (FP8MOE_PLAN_NEEDS_SM90_GEMM1 | FP8MOE_PLAN_NEEDS_SM90_GEMM2)), "FALLBACK=12: 0x%x", (unsigned)o);
+  o = fp8moe_cuda_plan_context_offers(1, 1);
+  EXPECT((o & FP8MOE_PLAN_NEEDS_SM90_GEMM1) && !(o & FP8MOE_PLAN_NEEDS_SM90_GEMM2) &&
+             (o & FP8MOE_PLAN_NEEDS_DECODE_GRIDS),
+         "FALLBACK=2: 0x%x", (unsigned)o);
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "12d", 1);
+  o = fp8moe_cuda_plan_context_offers(1, 1);
+  EXPECT(!(o & (sm90 | FP8MOE_PLAN_NEEDS_DECODE_GRIDS)), "FALLBACK=12d: 0x%x", (unsigned)o);
   unsetenv("FP8MOE_CUDA_GEMM_FALLBACK");
 }
 

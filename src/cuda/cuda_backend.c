@@ -111,7 +111,8 @@ static int32_t cuda_create(struct fp8moe_context* ctx, const fp8moe_context_args
       e = (cudaError_t)fp8moe_prepare_gemm_decode(impl->sm_count, &impl->decode_ctas1, &impl->decode_ctas2);
     leave_device(args->device_ordinal, prev);
   }
-  impl->plan_offers = fp8moe_cuda_plan_context_offers(impl->tma_encode != NULL);
+  impl->plan_offers =
+      fp8moe_cuda_plan_context_offers(impl->tma_encode != NULL, impl->decode_ctas1 > 0 && impl->decode_ctas2 > 0);
   if (e != cudaSuccess) {
     (void)cudaGetLastError();
     free(impl);

@@ -54,8 +54,6 @@ typedef struct fp8moe_cuda_layout {
 /* cc: the device's compute capability (the kernel plan's tile height depends on it). */
 void fp8moe_cuda_layout_make(const fp8moe_problem* p, int32_t cc, fp8moe_cuda_layout* l);
 
-/* 1 when the grouped GEMMs of this call run as the decode kernels (kernels/gemm_decode.cu), else 0. */
-int fp8moe_cuda_use_decode_gemm(const fp8moe_cuda_impl* impl, const fp8moe_problem* p, const fp8moe_cuda_layout* l);
 
 /* Enqueues the whole pipeline for a validated problem with T > 0 on p->stream (the caller has made the
  * context's device current). Never synchronizes, never allocates. */

@@ -1,10 +1,13 @@
 /* cuda_plan.c — the kernel plan rows (cuda_plan.h) and their lookup. Rows are data: to change which kernel
  * runs where, edit the table. The wgmma rows are limited to compute capability 9.0 exactly: their code exists
- * only as sm_90a SASS (the compute_90 PTX fallback, JIT-compiled on newer chips, has no wgmma), and the
- * mma.sync rows after them need nothing, so every problem has a row. */
+ * only as sm_90a SASS (the compute_90 PTX fallback, JIT-compiled on newer chips, has no wgmma); the decode
+ * rows need sm_90's clusters and programmatic dependent launch, which newer chips keep. The mma.sync rows
+ * after them need nothing, so every problem has a row. */
 #include "cuda_plan.h"
 
 #include <stddef.h>
+
+#include "gemm_decode.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,9 +17,21 @@
 #define TMA_ENC FP8MOE_PLAN_NEEDS_TMA_ENC
 #define ON1 FP8MOE_PLAN_NEEDS_SM90_GEMM1
 #define ON2 FP8MOE_PLAN_NEEDS_SM90_GEMM2
+#define DEC (FP8MOE_PLAN_NEEDS_DECODE_GRIDS | FP8MOE_PLAN_NEEDS_DECODE_SHAPES)
 
 static const fp8moe_plan_row k_rows[] = {
     /* gemm, cc range, regime, kernel, tile_m, stages, needs, why */
+    /* Both decode rows have the same needs, so the pair is always picked together (GEMM2 skips the padding
+     * half of a tile that only the decode GEMM1 leaves unwritten). Measured on an H200 (docs/PERFORMANCE.md):
+     * ahead at 0.03–0.5 rows per expert, behind from about one row per expert. */
+    {FP8MOE_GEMM1, 90, 999, FP8MOE_M_TINY, FP8MOE_GEMM_DECODE, 16, 0, DEC,
+     "decode, ≤ ½ row/expert: swap-AB weight streaming, 16 gate + 16 up rows per CTA, clusters of 8"},
+    {FP8MOE_GEMM2, 90, 999, FP8MOE_M_TINY, FP8MOE_GEMM_DECODE, 16, 0, DEC,
+     "decode, ≤ ½ row/expert: swap-AB weight streaming, 32 output columns per CTA"},
+    {FP8MOE_GEMM1, 89, 999, FP8MOE_M_TINY, FP8MOE_GEMM_MMA_SYNC, 16, 4, 0,
+     "fallback for decode: mma.sync 16-row tiles"},
+    {FP8MOE_GEMM2, 89, 999, FP8MOE_M_TINY, FP8MOE_GEMM_MMA_SYNC, 16, 4, 0,
+     "fallback for decode: mma.sync 16-row tiles"},
     {FP8MOE_GEMM1, 90, 90, FP8MOE_M_LARGE, FP8MOE_GEMM_WGMMA_SM90, 64, 4, TMA_W13 | TMA_ENC | ON1,
      "Hopper, ≥32 rows/expert: wgmma 64×(128 gate + 128 up), TMA weights, cp.async row gather"},
     {FP8MOE_GEMM2, 90, 90, FP8MOE_M_LARGE, FP8MOE_GEMM_WGMMA_SM90, 64, 4, TMA_W2 | H256 | TMA_ENC | ON2,
@@ -38,7 +53,9 @@ const fp8moe_plan_row* fp8moe_cuda_plan_rows(int32_t* count) {
 
 fp8moe_m_regime fp8moe_cuda_plan_regime(const fp8moe_problem* p) {
   /* Below 32 rows per expert on average, 64-row tiles would be mostly padding (docs/GPU.md). */
-  return (size_t)p->T * (size_t)p->K < 32 * (size_t)p->E ? FP8MOE_M_SMALL : FP8MOE_M_LARGE;
+  const size_t rows = (size_t)p->T * (size_t)p->K, e = (size_t)p->E;
+  if (2 * rows <= e) return FP8MOE_M_TINY;
+  return rows < 32 * e ? FP8MOE_M_SMALL : FP8MOE_M_LARGE;
 }
 
 static int row_matches(const fp8moe_plan_row* r, int32_t gemm, int32_t cc, int32_t regime) {
@@ -49,7 +66,7 @@ int32_t fp8moe_cuda_plan_tile_m(int32_t cc, const fp8moe_problem* p) {
   const int32_t regime = fp8moe_cuda_plan_regime(p);
   for (size_t i = 0; i < sizeof k_rows / sizeof k_rows[0]; ++i)
     if (row_matches(&k_rows[i], FP8MOE_GEMM1, cc, regime)) return k_rows[i].tile_m;
-  return regime == FP8MOE_M_SMALL ? 16 : 64; /* cc below every row: the backend refuses such devices */
+  return regime == FP8MOE_M_LARGE ? 64 : 16; /* cc below every row: the backend refuses such devices */
 }
 
 static int tma_ok(const fp8moe_view* w) {
@@ -60,12 +77,26 @@ static int tma_ok(const fp8moe_view* w) {
          w->strides[0] % 16 == 0 && w->strides[1] >= k && w->strides[0] >= n * w->strides[1];
 }
 
-uint32_t fp8moe_cuda_plan_context_offers(int have_tma_encoder) {
+uint32_t fp8moe_cuda_plan_context_offers(int have_tma_encoder, int have_decode_grids) {
   uint32_t o = have_tma_encoder ? FP8MOE_PLAN_NEEDS_TMA_ENC : 0u;
   const char* off = getenv("FP8MOE_CUDA_GEMM_FALLBACK");
   if (off == NULL || strchr(off, '1') == NULL) o |= FP8MOE_PLAN_NEEDS_SM90_GEMM1;
   if (off == NULL || strchr(off, '2') == NULL) o |= FP8MOE_PLAN_NEEDS_SM90_GEMM2;
+  if (have_decode_grids && (off == NULL || strchr(off, 'd') == NULL)) o |= FP8MOE_PLAN_NEEDS_DECODE_GRIDS;
   return o;
+}
+
+static int rows_aligned16(const fp8moe_view* v) {
+  return ((uintptr_t)v->data % 16) == 0 && v->strides[0] % 16 == 0 && (v->ndim < 3 || v->strides[1] % 16 == 0);
+}
+
+/* The decode GEMMs load 16-byte pieces of weight rows (and of e4m3 hidden rows) straight into MMA fragments,
+ * and stage one item's block scales in shared memory. */
+static int decode_shapes_ok(const fp8moe_problem* p) {
+  if (!rows_aligned16(&p->w13) || !rows_aligned16(&p->w2)) return 0;
+  if (p->hidden_is_fp8 && !rows_aligned16(&p->hidden_states)) return 0;
+  return p->quant_format != FP8MOE_QUANT_FP8_BLOCK128 ||
+         (p->H / 128 <= FP8MOE_DECODE_MAX_KBLOCKS && p->I / 128 <= FP8MOE_DECODE_MAX_KBLOCKS);
 }
 
 uint32_t fp8moe_cuda_plan_offers(const fp8moe_problem* p, uint32_t context_offers) {
@@ -73,6 +104,7 @@ uint32_t fp8moe_cuda_plan_offers(const fp8moe_problem* p, uint32_t context_offer
   if (tma_ok(&p->w13)) o |= FP8MOE_PLAN_NEEDS_TMA_W13;
   if (tma_ok(&p->w2)) o |= FP8MOE_PLAN_NEEDS_TMA_W2;
   if (p->H % 256 == 0) o |= FP8MOE_PLAN_NEEDS_H256;
+  if (decode_shapes_ok(p)) o |= FP8MOE_PLAN_NEEDS_DECODE_SHAPES;
   return o;
 }
 

@@ -14,11 +14,13 @@
 /* Which grouped GEMM kernel runs (kernels/gemm/). */
 typedef enum fp8moe_gemm_kernel {
   FP8MOE_GEMM_MMA_SYNC = 0,   /* mma.sync m16n8k32 e4m3, cp.async, any sm_89+ (gemm{1,2}_mma.cu) */
-  FP8MOE_GEMM_WGMMA_SM90 = 1  /* wgmma m64n128k32 e4m3 + TMA, warp-specialized, sm_90a only (gemm{1,2}_wgmma_sm90.cu) */
+  FP8MOE_GEMM_WGMMA_SM90 = 1, /* wgmma m64n128k32 e4m3 + TMA, warp-specialized, sm_90a only (gemm{1,2}_wgmma_sm90.cu) */
+  FP8MOE_GEMM_DECODE = 2      /* swap-AB weight streaming into mma.sync fragments, clusters (gemm_decode.cu) */
 } fp8moe_gemm_kernel;
 
-/* M regimes: average routed rows per expert T·K/E below 32 is SMALL (decode), otherwise LARGE. */
-typedef enum fp8moe_m_regime { FP8MOE_M_SMALL = 0, FP8MOE_M_LARGE = 1 } fp8moe_m_regime;
+/* M regimes by the average routed rows per expert T·K/E: at most one half is TINY (most experts get no row,
+ * the hit ones one: decode), below 32 SMALL, otherwise LARGE. TINY and SMALL share the 16-row tile. */
+typedef enum fp8moe_m_regime { FP8MOE_M_SMALL = 0, FP8MOE_M_LARGE = 1, FP8MOE_M_TINY = 2 } fp8moe_m_regime;
 
 /* Requirements a row may state (bit mask), checked against the problem at run time. */
 #define FP8MOE_PLAN_NEEDS_TMA_W13 1u  /* w13 base 16-byte aligned, row and expert strides multiples of 16 */
@@ -27,11 +29,16 @@ typedef enum fp8moe_m_regime { FP8MOE_M_SMALL = 0, FP8MOE_M_LARGE = 1 } fp8moe_m
 #define FP8MOE_PLAN_NEEDS_TMA_ENC 8u  /* the driver's cuTensorMapEncodeTiled was found at context creation */
 #define FP8MOE_PLAN_NEEDS_SM90_GEMM1 16u /* the sm90 GEMM1 is not switched off (FP8MOE_CUDA_GEMM_FALLBACK) */
 #define FP8MOE_PLAN_NEEDS_SM90_GEMM2 32u /* the same for GEMM2 */
+#define FP8MOE_PLAN_NEEDS_DECODE_GRIDS 64u /* the decode GEMMs' grids fit this device (context creation), and
+                                              FP8MOE_CUDA_GEMM_FALLBACK does not name them ("d") */
+#define FP8MOE_PLAN_NEEDS_DECODE_SHAPES 128u /* 16-byte aligned weight rows (and e4m3 hidden rows), and with
+                                                block scales at most FP8MOE_DECODE_MAX_KBLOCKS along H and I */
 
-/* Context-level offers, decided once at context creation: TMA_ENC when the encoder was found, and
- * SM90_GEMM1/2 unless the environment variable FP8MOE_CUDA_GEMM_FALLBACK names that GEMM ("1", "2" or "12":
- * those GEMMs take the mma.sync rows; a diagnostic and A/B switch, read only here). */
-uint32_t fp8moe_cuda_plan_context_offers(int have_tma_encoder);
+/* Context-level offers, decided once at context creation: TMA_ENC when the encoder was found, DECODE_GRIDS
+ * when the decode GEMMs' grids fit, and SM90_GEMM1/2 (DECODE_GRIDS) unless the environment variable
+ * FP8MOE_CUDA_GEMM_FALLBACK names that GEMM ("1", "2", "d" or any mix: those rows give way to mma.sync; a
+ * diagnostic and A/B switch, read only here). */
+uint32_t fp8moe_cuda_plan_context_offers(int have_tma_encoder, int have_decode_grids);
 
 typedef enum fp8moe_gemm_which { FP8MOE_GEMM1 = 1, FP8MOE_GEMM2 = 2 } fp8moe_gemm_which;
 

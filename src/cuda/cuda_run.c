@@ -206,7 +206,10 @@ static int32_t experts(const fp8moe_cuda_impl* impl, const fp8moe_problem* p, co
     g->a2s = per_row ? (float*)(ws + l->a2s) : (float*)(words + FP8MOE_CUDA_S_A2_SCALE);
     g2.a2_scale = kref_f32(g->a2s, per_row ? 1 : 0, 0);
   }
-  const int decode = fp8moe_cuda_use_decode_gemm(impl, p, l);
+  RETURN_IF((k1->kernel == FP8MOE_GEMM_DECODE) != (k2->kernel == FP8MOE_GEMM_DECODE), err, FP8MOE_STATUS_INTERNAL,
+            "run: the kernel plan paired a decode GEMM with another kind; got kernels %d and %d; expected a pair",
+            (int)k1->kernel, (int)k2->kernel);
+  const int decode = k1->kernel == FP8MOE_GEMM_DECODE;
   if (decode) g->max_ctas = impl->decode_ctas1;
   int e1;
   if (decode) e1 = fp8moe_launch_gemm1_decode(g, s);
