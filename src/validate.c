@@ -28,8 +28,7 @@ int32_t fp8moe_read_moe_args(const fp8moe_moe_args* args, fp8moe_moe_args* full,
   RETURN_IF(args->struct_size < MOE_ARGS_MIN_SIZE, err, FP8MOE_STATUS_INVALID_ARGUMENT,
             "args.struct_size: too small to hold the required fields (up to output); got %zu; expected >= %zu",
             args->struct_size, (size_t)MOE_ARGS_MIN_SIZE);
-  size_t n = args->struct_size < sizeof *full ? args->struct_size : sizeof *full;
-  memcpy(full, args, n);
+  fp8moe_struct_read(FP8MOE_STRUCT_MOE_ARGS, full, args);
   full->struct_size = sizeof *full;
   return FP8MOE_STATUS_OK;
 }
