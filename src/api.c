@@ -276,6 +276,7 @@ static int32_t run_checked(fp8moe_context* context, const fp8moe_moe_args* args,
     RETURN_IF((uintptr_t)p.workspace % WORKSPACE_ALIGNMENT != 0, err, FP8MOE_STATUS_INVALID_ARGUMENT,
               "workspace: misaligned; got address %p; expected a multiple of %d bytes", p.workspace,
               WORKSPACE_ALIGNMENT);
+    FORWARD_IF_ERROR(fp8moe_check_workspace_aliasing(&p, need, err));
   }
   return context->ops->run(context, &p, err);
 }

@@ -148,3 +148,6 @@ endif()
 # Every struct_size from 0 to sizeof + 64 for every struct of the ABI (issue 11: partial fields).
 fp8moe_add_test(NAME test_struct_size_bytes SOURCES test_struct_size_bytes.c LIBS fp8moe_test_baseline LABELS abi
                 TIMEOUT 300)
+# Address overflow, overlapping and aliasing outputs, empty tensors with any strides (issue 11).
+fp8moe_add_test(NAME test_hostile_tensors SOURCES test_hostile_tensors.c LIBS fp8moe_test_baseline LABELS abi
+                TIMEOUT 120)
