@@ -175,6 +175,7 @@ static int32_t create_context(const fp8moe_context_args* args, fp8moe_context** 
     free(c);
     return status;
   }
+  fp8moe_live_add(c);
   *out = c;
   return FP8MOE_STATUS_OK;
 }
@@ -187,11 +188,16 @@ static int32_t api_context_create(const fp8moe_context_args* args, fp8moe_contex
   return finish(NULL, &ce, create_context(args, context, &ce.err));
 }
 
-static int32_t api_context_destroy(fp8moe_context* context) {
-  if (context == NULL) return FP8MOE_STATUS_OK;
+void fp8moe_context_free(fp8moe_context* context) {
   context->ops->destroy(context);
   pthread_mutex_destroy(&context->error_lock);
   free(context);
+}
+
+static int32_t api_context_destroy(fp8moe_context* context) {
+  if (context == NULL) return FP8MOE_STATUS_OK;
+  fp8moe_live_remove(context);
+  fp8moe_context_free(context);
   return FP8MOE_STATUS_OK;
 }
 

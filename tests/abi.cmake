@@ -151,3 +151,5 @@ fp8moe_add_test(NAME test_struct_size_bytes SOURCES test_struct_size_bytes.c LIB
 # Address overflow, overlapping and aliasing outputs, empty tensors with any strides (issue 11).
 fp8moe_add_test(NAME test_hostile_tensors SOURCES test_hostile_tensors.c LIBS fp8moe_test_baseline LABELS abi
                 TIMEOUT 120)
+# 1,000 dlopen/dlclose cycles: no growth of RSS, threads or fds; live contexts shut down at unload (issue 11).
+fp8moe_add_test(NAME test_unload SOURCES test_unload.c LABELS abi ARGS 1000 TIMEOUT 300)
