@@ -118,10 +118,18 @@ int main(int argc, char** argv) {
          "%ld, fds %ld -> %ld\n",
          cycles, heap, (double)heap / (double)cycles, warm.rss_bytes / 1024, end.rss_bytes / 1024, growth,
          warm.threads, end.threads, warm.fds, end.fds);
+#if defined(__SANITIZE_ADDRESS__)
+  /* ASan's allocator keeps freed memory in quarantine and maps shadow for every load: memory is not
+   * measurable here (the default build measures it; LeakSanitizer watches this one). */
+  (void)growth;
+  (void)heap;
+  printf("ASan build: heap and RSS not checked\n");
+#else
   EXPECT(heap <= HEAP_SLACK_BYTES, "heap in use grew by %ld bytes over %ld cycles (%.0f per cycle)", heap, cycles,
          (double)heap / (double)cycles);
   EXPECT(growth <= RSS_SLACK_BYTES, "RSS grew by %ld bytes over %ld cycles (%.0f per cycle)", growth, cycles,
          (double)growth / (double)cycles);
+#endif
   EXPECT(end.threads == start.threads, "threads %ld after the cycles, %ld before", end.threads, start.threads);
   EXPECT(end.fds == start.fds, "open fds %ld after the cycles, %ld before", end.fds, start.fds);
 
@@ -133,9 +141,11 @@ int main(int argc, char** argv) {
   printf("%ld cycles leaving a 3-thread context alive: threads %ld -> %ld, fds %ld -> %ld\n", leave, start.threads,
          after_leaks.threads, start.fds, after_leaks.fds);
   EXPECT(ok, "a cycle that leaves its context failed");
+#if !defined(__SANITIZE_ADDRESS__)
   EXPECT(after_leaks.heap_bytes - end.heap_bytes <= HEAP_SLACK_BYTES,
          "heap in use grew by %ld bytes over %ld cycles that left a context alive",
          after_leaks.heap_bytes - end.heap_bytes, leave);
+#endif
   EXPECT(after_leaks.threads == start.threads,
          "threads %ld after unloading with live contexts, %ld before: workers left in unmapped code",
          after_leaks.threads, start.threads);
