@@ -17,3 +17,4 @@ cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DFP8MOE_SANITIZE=ON -DFP8MOE_
 cmake --build build-asan -j"$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j"$jobs" -LE "packaging|gpu"
+bash scripts/test-reliability.sh
