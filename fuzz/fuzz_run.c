@@ -220,12 +220,12 @@ static int perturb(baseline_problem* p, const fuzz_perturbation* q, int32_t* tou
       touched[1] = victim;
       return !v_empty && !t_empty && victim != target;
     }
-    case 14: /* output rows overlapping */
+    case 14: /* output rows overlapping: a row stride of 8..32 elements (aligned) under longer rows */
       if (!is_output(arg) || nd != 2 || empty) return 0;
-      tt->strides[0] = 1;
+      tt->strides[0] = 8 * (1 + q->param % 4);
       tt->strides[1] = 1;
       reback(p, arg);
-      return tt->shape[0] > 1 && tt->shape[1] > 1;
+      return tt->shape[0] > 1 && tt->shape[1] > tt->strides[0];
     case 15:
       tt->t.dtype = (q->param & 1) ? TEST_E5M2 : TEST_I8;
       reback(p, arg);
