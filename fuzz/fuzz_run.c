@@ -257,16 +257,21 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   baseline_build(&p, &c, data_fn);
   int must_refuse = 0;
   fuzz_struct_size(&h, &p.args);
+  /* a perturbation that must be refused counts only when struct_size covers the tensors it touched, and
+   * when the second perturbation did not touch them again (it may undo the first) */
+  int32_t touched[2][2] = {{-1, -1}, {-1, -1}};
+  int must[2];
   for (int i = 0; i < 2; ++i) {
-    /* a perturbation that must be refused counts only when struct_size covers the tensors it touched */
-    int32_t touched[2] = {-1, -1};
-    if (perturb(&p, &h.perturb[i], touched)) {
-      int covered = p.args.struct_size >= FUZZ_MIN_STRUCT_SIZE;
-      for (int j = 0; j < 2; ++j)
-        if (touched[j] >= 0) covered &= fuzz_args_covers(&p.args, touched[j]);
-      must_refuse |= covered;
-    }
+    must[i] = perturb(&p, &h.perturb[i], touched[i]);
+    int covered = p.args.struct_size >= FUZZ_MIN_STRUCT_SIZE;
+    for (int j = 0; j < 2; ++j)
+      if (touched[i][j] >= 0) covered &= fuzz_args_covers(&p.args, touched[i][j]);
+    must[i] &= covered;
   }
+  for (int j = 0; j < 2; ++j)
+    for (int k = 0; k < 2; ++k)
+      if (touched[0][j] >= 0 && touched[0][j] == touched[1][k]) must[0] = 0;
+  must_refuse = must[0] || must[1];
 
   /* outputs poisoned, and remembered to prove a refusal leaves them untouched */
   unsigned char* saved[4] = {NULL, NULL, NULL, NULL};
