@@ -401,15 +401,22 @@ int main(void) {
   if (!arena) return 1;
   fp8moe_context* ctx = NULL;
   EXPECT(baseline_cpu_context(api, 1, &ctx) == FP8MOE_STATUS_OK, "CPU context");
-  check_negotiation();
-  check_context_args();
-  check_backend_info();
+  /* one line per struct: how many of its checks failed (the first failures are printed above) */
+#define SECTION(name, call)                                                   \
+  do {                                                                        \
+    int before_ = test_failures;                                              \
+    call;                                                                     \
+    printf("%s: %d failed checks\n", name, test_failures - before_);         \
+  } while (0)
+  SECTION("negotiation", check_negotiation());
+  SECTION("context_args", check_context_args());
+  SECTION("backend_info", check_backend_info());
   if (ctx) {
-    check_context_info(ctx);
-    check_capabilities(ctx);
+    SECTION("context_info", check_context_info(ctx));
+    SECTION("capabilities", check_capabilities(ctx));
     api->context_destroy(ctx);
   }
-  check_moe_args();
+  SECTION("moe_args", check_moe_args());
   free(workspace);
   free(arena);
   test_plugin_close(&plugin);
