@@ -9,6 +9,7 @@
 #include <float.h>
 
 #include "common.cuh"
+#include "routing_math.h"
 
 namespace fp8moe {
 namespace {
@@ -35,9 +36,10 @@ __device__ __forceinline__ uint64_t warp_max_u64(uint64_t v) {
   return v;
 }
 
-/* exp rounded once from double: agrees with a correctly rounded host expf. */
-__device__ __forceinline__ float exp_f32(float x) { return static_cast<float>(exp(static_cast<double>(x))); }
-__device__ __forceinline__ float sigmoid_f32(float x) { return 1.0f / (1.0f + exp_f32(-x)); }
+/* The formulation the CPU backend uses too (src/routing_math.h): the same bits on both backends. The softmax
+ * denominator is summed as routing_math.h specifies: lane-strided partials, then warp_sum's xor butterfly. */
+__device__ __forceinline__ float exp_f32(float x) { return fp8moe_rm_exp(x); }
+__device__ __forceinline__ float sigmoid_f32(float x) { return fp8moe_rm_sigmoid(x); }
 
 /* The sanitized logit; *selectable (when given) = 0 for NaN and −Inf. */
 __device__ __forceinline__ float read_logit(const fp8moe_kref& l, int64_t t, int32_t e, bool* selectable) {

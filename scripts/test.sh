@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # All the tests: the default build (CUDA backend compiled in when nvcc exists; `gpu` tests skip without a GPU),
-# an ASan + UBSan build of the host code and tests (CPU backend), then the Python package (python/tests).
+# an ASan + UBSan build of the host code and tests (CPU backend), the fuzz replay + bounded fuzzing + TSan
+# (scripts/test-reliability.sh), then the Python package (python/tests).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs="$(nproc)"
@@ -20,6 +21,7 @@ cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DFP8MOE_SANITIZE=ON -DFP8MOE_
 cmake --build build-asan -j"$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j"$jobs" -LE "packaging|gpu"
+bash scripts/test-reliability.sh
 
 echo "== Python package (scripts/test-python.sh) =="
 bash scripts/test-python.sh

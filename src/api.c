@@ -93,11 +93,6 @@ static void probe_backend(int32_t backend, fp8moe_backend_info* info) {
   ops->probe(info);
 }
 
-/* Copies full (a complete struct) into out as far as out's struct_size reaches, keeping struct_size. */
-static void copy_out(void* out, const void* full, size_t full_size, size_t out_size) {
-  size_t n = out_size < full_size ? out_size : full_size;
-  if (n > sizeof(size_t)) memcpy((char*)out + sizeof(size_t), (const char*)full + sizeof(size_t), n - sizeof(size_t));
-}
 
 /* ---- entries --------------------------------------------------------------------------------------- */
 
@@ -115,7 +110,7 @@ static int32_t api_backend_info(fp8moe_backend_info* info) {
     return FP8MOE_STATUS_INVALID_ARGUMENT;
   fp8moe_backend_info full;
   probe_backend(info->backend, &full);
-  copy_out(info, &full, sizeof full, info->struct_size);
+  fp8moe_struct_write(FP8MOE_STRUCT_BACKEND_INFO, info, &full, sizeof(size_t));
   return FP8MOE_STATUS_OK;
 }
 
@@ -151,7 +146,7 @@ static int32_t create_context(const fp8moe_context_args* args, fp8moe_context** 
             "args.struct_size: too small; got %zu; expected >= %zu", args->struct_size, sizeof(size_t));
   fp8moe_context_args a;
   memset(&a, 0, sizeof a);
-  memcpy(&a, args, args->struct_size < sizeof a ? args->struct_size : sizeof a);
+  fp8moe_struct_read(FP8MOE_STRUCT_CONTEXT_ARGS, &a, args);
   a.struct_size = sizeof a;
   RETURN_IF(a.flags != 0, err, FP8MOE_STATUS_INVALID_ARGUMENT, "flags: reserved bits set; got 0x%x; expected 0",
             (unsigned)a.flags);
@@ -182,6 +177,7 @@ static int32_t create_context(const fp8moe_context_args* args, fp8moe_context** 
     free(c);
     return status;
   }
+  fp8moe_live_add(c);
   *out = c;
   return FP8MOE_STATUS_OK;
 }
@@ -194,11 +190,16 @@ static int32_t api_context_create(const fp8moe_context_args* args, fp8moe_contex
   return finish(NULL, &ce, create_context(args, context, &ce.err));
 }
 
-static int32_t api_context_destroy(fp8moe_context* context) {
-  if (context == NULL) return FP8MOE_STATUS_OK;
+void fp8moe_context_free(fp8moe_context* context) {
   context->ops->destroy(context);
   pthread_mutex_destroy(&context->error_lock);
   free(context);
+}
+
+static int32_t api_context_destroy(fp8moe_context* context) {
+  if (context == NULL) return FP8MOE_STATUS_OK;
+  fp8moe_live_remove(context);
+  fp8moe_context_free(context);
   return FP8MOE_STATUS_OK;
 }
 
@@ -212,7 +213,7 @@ static int32_t api_context_info(const fp8moe_context* context, fp8moe_context_in
   full.device_ordinal = context->device_ordinal;
   full.graph_capturable = (context->ops->capability_flags & FP8MOE_CAPABILITY_GRAPH_CAPTURABLE) != 0;
   context->ops->fill_info(context, &full);
-  copy_out(info, &full, sizeof full, info->struct_size);
+  fp8moe_struct_write(FP8MOE_STRUCT_CONTEXT_INFO, info, &full, sizeof(size_t));
   return FP8MOE_STATUS_OK;
 }
 
@@ -225,7 +226,7 @@ static int32_t api_query_capabilities(const fp8moe_context* context, fp8moe_capa
   full.backend = ops->backend;
   full.flags = ops->capability_flags;
   fp8moe_contract_fill(&full);
-  copy_out(caps, &full, sizeof full, caps->struct_size);
+  fp8moe_struct_write(FP8MOE_STRUCT_CAPABILITIES, caps, &full, sizeof(size_t));
   return FP8MOE_STATUS_OK;
 }
 
@@ -283,6 +284,7 @@ static int32_t run_checked(fp8moe_context* context, const fp8moe_moe_args* args,
     RETURN_IF((uintptr_t)p.workspace % WORKSPACE_ALIGNMENT != 0, err, FP8MOE_STATUS_INVALID_ARGUMENT,
               "workspace: misaligned; got address %p; expected a multiple of %d bytes", p.workspace,
               WORKSPACE_ALIGNMENT);
+    FORWARD_IF_ERROR(fp8moe_check_workspace_aliasing(&p, need, err));
   }
   return context->ops->run(context, &p, err);
 }

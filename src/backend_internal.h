@@ -43,7 +43,15 @@ struct fp8moe_context {
   pthread_mutex_t error_lock; /* guards the two fields below */
   int32_t last_status;
   char last_error[FP8MOE_ERROR_CAPACITY];
+  struct fp8moe_context* live_prev; /* the list of live contexts (unload.c) */
+  struct fp8moe_context* live_next;
 };
+
+/* unload.c: the contexts alive now, so that unloading the library can shut down their worker threads. */
+void fp8moe_live_add(struct fp8moe_context* ctx);
+void fp8moe_live_remove(struct fp8moe_context* ctx);
+/* Frees a context (its backend state, its mutex, itself); it must not be in the live list. */
+void fp8moe_context_free(struct fp8moe_context* ctx);
 
 extern const fp8moe_backend_ops fp8moe_cpu_backend_ops;
 #ifdef FP8MOE_WITH_CUDA

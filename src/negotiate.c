@@ -13,12 +13,10 @@
 #define NEGOTIATION_MIN_SIZE FP8MOE_END_OF(fp8moe_negotiation, refusal)
 #define NEGOTIATION_OUT_BEGIN offsetof(fp8moe_negotiation, plugin_abi_major)
 
-/* Copies the out fields of full into n as far as n->struct_size reaches, keeping the message terminated. */
+/* Copies the out fields of full into n, each only when n->struct_size covers all of it (the message too:
+ * a struct that ends inside message gets none of it). */
 static void write_back(fp8moe_negotiation* n, const fp8moe_negotiation* full) {
-  size_t end = n->struct_size < sizeof *full ? n->struct_size : sizeof *full;
-  if (end <= NEGOTIATION_OUT_BEGIN) return;
-  memcpy((char*)n + NEGOTIATION_OUT_BEGIN, (const char*)full + NEGOTIATION_OUT_BEGIN, end - NEGOTIATION_OUT_BEGIN);
-  if (end > offsetof(fp8moe_negotiation, message) && end < sizeof *full) ((char*)n)[end - 1] = '\0';
+  fp8moe_struct_write(FP8MOE_STRUCT_NEGOTIATION, n, full, NEGOTIATION_OUT_BEGIN);
 }
 
 static int32_t refuse(fp8moe_negotiation* n, fp8moe_negotiation* full, int32_t status, int32_t refusal,

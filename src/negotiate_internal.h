@@ -8,7 +8,7 @@
 #include "fp8moe.h"
 
 /* Negotiates n (see fp8moe.h) for a plugin speaking ABI plugin_major.plugin_minor. Fills the out fields
- * that n->struct_size covers (message truncated to fit). Returns OK; ABI_MISMATCH (refusal MAJOR_MISMATCH,
+ * that n->struct_size covers whole (the message only when all of it is covered). Returns OK; ABI_MISMATCH (refusal MAJOR_MISMATCH,
  * PLUGIN_TOO_OLD or BAD_RANGE); INVALID_ARGUMENT for a NULL n (nothing written) or a struct_size that
  * does not cover `refusal` (refusal STRUCT_TOO_SMALL, written only where covered). */
 int32_t fp8moe_negotiate(fp8moe_negotiation* n, uint32_t plugin_major, uint32_t plugin_minor);

@@ -28,6 +28,8 @@ typedef struct fp8moe_view {
   int32_t device_id;
   int64_t shape[FP8MOE_MAX_RANK];
   int64_t strides[FP8MOE_MAX_RANK];  /* in elements, explicit even when the host passed NULL */
+  uint64_t numel;                    /* elements; 0 for an empty tensor (whose strides are not checked) */
+  uintptr_t bytes_begin, bytes_end;  /* the bytes the elements span, [begin, end); empty when numel is 0 */
 } fp8moe_view;
 
 /* Bytes per element of an internal dtype (0 for NONE). */

@@ -4,6 +4,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -28,8 +29,7 @@ int32_t fp8moe_read_moe_args(const fp8moe_moe_args* args, fp8moe_moe_args* full,
   RETURN_IF(args->struct_size < MOE_ARGS_MIN_SIZE, err, FP8MOE_STATUS_INVALID_ARGUMENT,
             "args.struct_size: too small to hold the required fields (up to output); got %zu; expected >= %zu",
             args->struct_size, (size_t)MOE_ARGS_MIN_SIZE);
-  size_t n = args->struct_size < sizeof *full ? args->struct_size : sizeof *full;
-  memcpy(full, args, n);
+  fp8moe_struct_read(FP8MOE_STRUCT_MOE_ARGS, full, args);
   full->struct_size = sizeof *full;
   return FP8MOE_STATUS_OK;
 }
@@ -77,13 +77,52 @@ static shape_spec spec3(const char* n0, int64_t d0, const char* n1, int64_t d1, 
 
 /* ---- one tensor ------------------------------------------------------------------------------------ */
 
-static int64_t numel(const fp8moe_view* v) {
-  int64_t n = 1;
-  for (int32_t d = 0; d < v->ndim; ++d) n *= v->shape[d];
-  return n;
+/* Where element addresses may lie: [0, 2^63) on LP64, the range in which a pointer difference (ptrdiff_t)
+ * and the backends' int64 element offsets stay defined. User-space and CUDA unified addresses are far below. */
+#define ADDRESS_LIMIT ((uintptr_t)PTRDIFF_MAX + 1u)
+
+/* The first element's address and the span of all elements, in unsigned integers with every overflow
+ * refused: no pointer is formed from host values until the whole byte extent is known to lie in the
+ * address space (data + byte_offset past it would be undefined behaviour, and a wrapped pointer garbage). */
+static int32_t resolve_extent(const fp8moe_argument_info* arg, const fp8moe_tensor* t, fp8moe_view* v,
+                              fp8moe_err* err) {
+  uintptr_t base = (uintptr_t)t->data, addr = 0;
+  RETURN_IF(t->byte_offset >= ADDRESS_LIMIT || __builtin_add_overflow(base, (uintptr_t)t->byte_offset, &addr) ||
+                addr >= ADDRESS_LIMIT,
+            err, FP8MOE_STATUS_INVALID_ARGUMENT,
+            "%s: data + byte_offset lies outside the address space; got data %p, byte_offset %" PRIu64
+            "; expected a sum below 2^63",
+            arg->name, t->data, t->byte_offset);
+  if (v->numel == 0) {
+    v->data = t->data == NULL ? NULL : (void*)addr;
+    v->bytes_begin = v->bytes_end = addr;
+    return FP8MOE_STATUS_OK;
+  }
+  /* last element offset Σ (shape−1)·stride, then bytes, then the end address */
+  uint64_t last = 0, bytes = 0;
+  int overflow = 0;
+  for (int32_t d = 0; d < v->ndim; ++d) {
+    uint64_t term = 0;
+    overflow |= __builtin_mul_overflow((uint64_t)(v->shape[d] - 1), (uint64_t)v->strides[d], &term);
+    overflow |= __builtin_add_overflow(last, term, &last);
+  }
+  overflow |= __builtin_add_overflow(last, (uint64_t)1, &bytes);
+  overflow |= __builtin_mul_overflow(bytes, (uint64_t)fp8moe_dt_size(v->dt), &bytes);
+  uintptr_t end = 0;
+  overflow |= bytes >= ADDRESS_LIMIT || __builtin_add_overflow(addr, (uintptr_t)bytes, &end) || end > ADDRESS_LIMIT;
+  RETURN_IF(overflow, err, FP8MOE_STATUS_INVALID_ARGUMENT,
+            "%s: the tensor's byte extent leaves the address space; got data %p, byte_offset %" PRIu64
+            " and %d dims of shape x strides; expected every element below address 2^63",
+            arg->name, t->data, t->byte_offset, (int)v->ndim);
+  v->data = t->data == NULL ? NULL : (void*)addr;
+  v->bytes_begin = addr;
+  v->bytes_end = end;
+  return FP8MOE_STATUS_OK;
 }
 
-/* dtype, lanes, rank bound, shape signs, strides made explicit, byte_offset applied. Shape not compared. */
+/* dtype, lanes, rank bound, shape signs, element count, strides made explicit (checked only when the tensor
+ * has elements: an empty tensor is accepted with any strides, as NumPy and PyTorch treat it as contiguous),
+ * and the byte extent. Shape not compared. */
 static int32_t describe(const fp8moe_argument_info* arg, const fp8moe_tensor* t, fp8moe_view* v, fp8moe_err* err) {
   char got[48];
   char accepted[96];
@@ -104,11 +143,21 @@ static int32_t describe(const fp8moe_argument_info* arg, const fp8moe_tensor* t,
   v->ndim = t->ndim;
   v->device_type = t->device.device_type;
   v->device_id = t->device.device_id;
+  uint64_t n = 1;
+  int too_many = 0, empty = 0;
   for (int32_t d = 0; d < t->ndim; ++d) {
     RETURN_IF(t->shape[d] < 0, err, FP8MOE_STATUS_INVALID_ARGUMENT,
               "%s: negative extent in dim %d; got %" PRId64 "; expected >= 0", arg->name, (int)d, t->shape[d]);
     v->shape[d] = t->shape[d];
+    empty |= t->shape[d] == 0;
+    too_many |= __builtin_mul_overflow(n, (uint64_t)t->shape[d], &n);
   }
+  /* a zero extent makes the tensor empty whatever the product of the others */
+  RETURN_IF(too_many && !empty, err, FP8MOE_STATUS_INVALID_ARGUMENT,
+            "%s: the shape has more elements than a 64-bit count holds; got %d dims; expected a product of "
+            "extents below 2^64",
+            arg->name, (int)t->ndim);
+  v->numel = empty ? 0 : n;
   int64_t compact = 1;
   for (int32_t d = t->ndim - 1; d >= 0; --d) {
     if (t->strides == NULL) {
@@ -118,14 +167,14 @@ static int32_t describe(const fp8moe_argument_info* arg, const fp8moe_tensor* t,
     } else {
       v->strides[d] = t->strides[d];
     }
+    if (v->numel == 0) continue; /* nothing is addressed: any stride is fine */
     RETURN_IF(v->strides[d] < 0, err, FP8MOE_STATUS_INVALID_ARGUMENT,
               "%s: negative stride in dim %d; got %" PRId64 "; expected >= 0", arg->name, (int)d, v->strides[d]);
     RETURN_IF(v->strides[d] > MAX_STRIDE, err, FP8MOE_STATUS_INVALID_ARGUMENT,
               "%s: stride in dim %d is too large; got %" PRId64 "; expected <= %" PRId64, arg->name, (int)d,
               v->strides[d], MAX_STRIDE);
   }
-  v->data = t->data == NULL ? NULL : (void*)((char*)t->data + t->byte_offset);
-  return FP8MOE_STATUS_OK;
+  return resolve_extent(arg, t, v, err);
 }
 
 /* Shape against one or two accepted forms; says which dim differs, got vs expected. */
@@ -162,11 +211,44 @@ static int32_t expect_shape(const fp8moe_argument_info* arg, const fp8moe_view* 
   return FP8MOE_STATUS_OK;
 }
 
+/* An output's elements must each have their own bytes, or its writers race (and the result depends on
+ * the order): with the dims of extent > 1 sorted by stride, each stride must step past everything the
+ * smaller dims span. This refuses every overlapping layout; it also refuses the rare non-overlapping
+ * interleaved ones (docs/ABI.md, "Outputs and aliasing"). */
+static int32_t check_no_self_overlap(const fp8moe_argument_info* arg, const fp8moe_view* v, fp8moe_err* err) {
+  int32_t order[FP8MOE_MAX_RANK], n = 0;
+  for (int32_t d = 0; d < v->ndim; ++d) {
+    if (v->shape[d] <= 1) continue;
+    int32_t i = n++;
+    while (i > 0 && v->strides[order[i - 1]] > v->strides[d]) {
+      order[i] = order[i - 1];
+      --i;
+    }
+    order[i] = d;
+  }
+  uint64_t span = 0; /* the largest element offset the dims so far reach (bounded by the checked extent) */
+  for (int32_t i = 0; i < n; ++i) {
+    int32_t d = order[i];
+    char got[SHAPE_TEXT], strides[SHAPE_TEXT];
+    if ((uint64_t)v->strides[d] <= span) {
+      shape_text(got, sizeof got, v->ndim, v->shape);
+      shape_text(strides, sizeof strides, v->ndim, v->strides);
+      return fp8moe_fail(err, FP8MOE_STATUS_INVALID_ARGUMENT,
+                         "%s: its elements overlap; got shape %s with strides %s (dim %d steps %" PRId64
+                         " elements, inside the %" PRIu64 " the smaller dims span); expected every element at its "
+                         "own address",
+                         arg->name, got, strides, (int)d, v->strides[d], span + 1);
+    }
+    span += (uint64_t)(v->shape[d] - 1) * (uint64_t)v->strides[d];
+  }
+  return FP8MOE_STATUS_OK;
+}
+
 /* Stride layout, data pointer (NULL, alignment) and device, per the argument's flags. */
 static int32_t check_layout(const struct fp8moe_context* ctx, const fp8moe_argument_info* arg,
                             const fp8moe_view* v, fp8moe_err* err) {
   int32_t elem = fp8moe_dt_size(v->dt);
-  if (arg->flags & FP8MOE_ARGUMENT_INNER_CONTIGUOUS) {
+  if (v->numel > 0 && (arg->flags & FP8MOE_ARGUMENT_INNER_CONTIGUOUS)) {
     int32_t last = v->ndim - 1;
     RETURN_IF(last >= 0 && v->shape[last] > 1 && v->strides[last] != 1, err, FP8MOE_STATUS_INVALID_ARGUMENT,
               "%s: the last dimension must be contiguous; got stride %" PRId64 " in dim %d; expected 1", arg->name,
@@ -180,16 +262,17 @@ static int32_t check_layout(const struct fp8moe_context* ctx, const fp8moe_argum
                 (unsigned)arg->alignment);
     }
   }
-  if (arg->flags & FP8MOE_ARGUMENT_OUTPUT) {
+  if (v->numel > 0 && (arg->flags & FP8MOE_ARGUMENT_OUTPUT)) {
     for (int32_t d = 0; d < v->ndim; ++d) {
       RETURN_IF(v->shape[d] > 1 && v->strides[d] == 0, err, FP8MOE_STATUS_INVALID_ARGUMENT,
                 "%s: an output cannot broadcast; got stride 0 in dim %d (extent %" PRId64 "); expected > 0",
                 arg->name, (int)d, v->shape[d]);
     }
+    FORWARD_IF_ERROR(check_no_self_overlap(arg, v, err));
   }
-  if (numel(v) > 0) {
+  if (v->numel > 0) {
     RETURN_IF(v->data == NULL, err, FP8MOE_STATUS_INVALID_ARGUMENT,
-              "%s: data is NULL; got NULL for %" PRId64 " elements; expected a pointer", arg->name, numel(v));
+              "%s: data is NULL; got NULL for %" PRIu64 " elements; expected a pointer", arg->name, v->numel);
     uint32_t align = arg->alignment > (uint32_t)elem ? arg->alignment : (uint32_t)elem;
     RETURN_IF((uintptr_t)v->data % align != 0, err, FP8MOE_STATUS_INVALID_ARGUMENT,
               "%s: data + byte_offset is misaligned; got address %p; expected a multiple of %u bytes", arg->name,
@@ -360,6 +443,76 @@ static int32_t check_dim(const char* arg, const char* what, int64_t v, int64_t m
   return FP8MOE_STATUS_OK;
 }
 
+/* ---- aliasing ---------------------------------------------------------------------------------------- */
+
+/* Outputs are written while inputs are still read, and by several workers: an output's bytes may not
+ * intersect any input's or another output's (docs/ABI.md, "Outputs and aliasing"). Bounding byte ranges only,
+ * so the cost is a few comparisons per call. */
+static int32_t check_aliasing(const fp8moe_problem* p, fp8moe_err* err) {
+  const struct {
+    int32_t id;
+    const fp8moe_view* v;
+  } all[] = {
+      {FP8MOE_ARG_OUTPUT, &p->output},
+      {FP8MOE_ARG_ROUTING_IDS_OUT, &p->routing_ids_out},
+      {FP8MOE_ARG_ROUTING_WEIGHTS_OUT, &p->routing_weights_out},
+      {FP8MOE_ARG_DEVICE_STATUS, &p->device_status},
+      {FP8MOE_ARG_HIDDEN_STATES, &p->hidden_states},
+      {FP8MOE_ARG_HIDDEN_SCALE, &p->hidden_scale},
+      {FP8MOE_ARG_ROUTER_LOGITS, &p->router_logits},
+      {FP8MOE_ARG_ROUTING_BIAS, &p->routing_bias},
+      {FP8MOE_ARG_TOPK_IDS, &p->topk_ids},
+      {FP8MOE_ARG_TOPK_WEIGHTS, &p->topk_weights},
+      {FP8MOE_ARG_W13, &p->w13},
+      {FP8MOE_ARG_W13_SCALE, &p->w13_scale},
+      {FP8MOE_ARG_W2, &p->w2},
+      {FP8MOE_ARG_W2_SCALE, &p->w2_scale},
+      {FP8MOE_ARG_A1_SCALE, &p->a1_scale},
+      {FP8MOE_ARG_A2_SCALE, &p->a2_scale},
+  };
+  const size_t outputs = 4, count = sizeof all / sizeof all[0];
+  for (size_t i = 0; i < outputs; ++i) {
+    const fp8moe_view* o = all[i].v;
+    if (o->dt == FP8MOE_DT_NONE || o->numel == 0) continue;
+    for (size_t j = i + 1; j < count; ++j) {
+      const fp8moe_view* x = all[j].v;
+      if (x->dt == FP8MOE_DT_NONE || x->numel == 0) continue;
+      if (o->bytes_begin < x->bytes_end && x->bytes_begin < o->bytes_end) {
+        return fp8moe_fail(err, FP8MOE_STATUS_INVALID_ARGUMENT,
+                           "%s: its bytes overlap those of %s; got [%#" PRIxPTR ", %#" PRIxPTR ") and [%#" PRIxPTR
+                           ", %#" PRIxPTR "); expected disjoint memory (no output may alias an input or another "
+                           "output)",
+                           fp8moe_contract_argument(all[i].id)->name, fp8moe_contract_argument(all[j].id)->name,
+                           o->bytes_begin, o->bytes_end, x->bytes_begin, x->bytes_end);
+      }
+    }
+  }
+  return FP8MOE_STATUS_OK;
+}
+
+int32_t fp8moe_check_workspace_aliasing(const fp8moe_problem* p, size_t need, fp8moe_err* err) {
+  uintptr_t begin = (uintptr_t)p->workspace, end = 0;
+  if (need == 0 || __builtin_add_overflow(begin, (uintptr_t)need, &end)) return FP8MOE_STATUS_OK;
+  const fp8moe_view* all[] = {&p->output, &p->routing_ids_out, &p->routing_weights_out, &p->device_status,
+                              &p->hidden_states, &p->hidden_scale, &p->router_logits, &p->routing_bias,
+                              &p->topk_ids, &p->topk_weights, &p->w13, &p->w13_scale, &p->w2, &p->w2_scale,
+                              &p->a1_scale, &p->a2_scale};
+  const int32_t ids[] = {FP8MOE_ARG_OUTPUT, FP8MOE_ARG_ROUTING_IDS_OUT, FP8MOE_ARG_ROUTING_WEIGHTS_OUT,
+                         FP8MOE_ARG_DEVICE_STATUS, FP8MOE_ARG_HIDDEN_STATES, FP8MOE_ARG_HIDDEN_SCALE,
+                         FP8MOE_ARG_ROUTER_LOGITS, FP8MOE_ARG_ROUTING_BIAS, FP8MOE_ARG_TOPK_IDS,
+                         FP8MOE_ARG_TOPK_WEIGHTS, FP8MOE_ARG_W13, FP8MOE_ARG_W13_SCALE, FP8MOE_ARG_W2,
+                         FP8MOE_ARG_W2_SCALE, FP8MOE_ARG_A1_SCALE, FP8MOE_ARG_A2_SCALE};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) {
+    const fp8moe_view* x = all[i];
+    if (x->dt == FP8MOE_DT_NONE || x->numel == 0) continue;
+    RETURN_IF(begin < x->bytes_end && x->bytes_begin < end, err, FP8MOE_STATUS_INVALID_ARGUMENT,
+              "workspace: the %zu bytes run uses overlap those of %s; got [%#" PRIxPTR ", %#" PRIxPTR
+              ") and [%#" PRIxPTR ", %#" PRIxPTR "); expected scratch apart from every tensor",
+              need, fp8moe_contract_argument(ids[i])->name, begin, end, x->bytes_begin, x->bytes_end);
+  }
+  return FP8MOE_STATUS_OK;
+}
+
 int32_t fp8moe_validate(const struct fp8moe_context* ctx, const fp8moe_moe_args* a, fp8moe_problem* p,
                         fp8moe_err* err) {
   memset(p, 0, sizeof *p);
@@ -489,5 +642,5 @@ int32_t fp8moe_validate(const struct fp8moe_context* ctx, const fp8moe_moe_args*
   p->workspace = a->workspace;
   p->workspace_size = a->workspace_size;
   p->stream = a->stream;
-  return FP8MOE_STATUS_OK;
+  return check_aliasing(p, err);
 }

@@ -17,4 +17,7 @@ int32_t fp8moe_read_moe_args(const fp8moe_moe_args* args, fp8moe_moe_args* full,
 int32_t fp8moe_validate(const struct fp8moe_context* ctx, const fp8moe_moe_args* full, fp8moe_problem* p,
                         fp8moe_err* err);
 
+/* Refuses a workspace whose first `need` bytes (what run uses) intersect any tensor of p. */
+int32_t fp8moe_check_workspace_aliasing(const fp8moe_problem* p, size_t need, fp8moe_err* err);
+
 #endif /* FP8MOE_VALIDATE_INTERNAL_H */

@@ -145,3 +145,11 @@ if(TARGET fp8moe_example_deepseek)
   add_test(NAME example_deepseek_auto COMMAND fp8moe_example_deepseek --backend auto $<TARGET_FILE:fp8moe>)
   set_tests_properties(example_deepseek example_deepseek_auto PROPERTIES LABELS abi TIMEOUT 300)
 endif()
+# Every struct_size from 0 to sizeof + 64 for every struct of the ABI (issue 11: partial fields).
+fp8moe_add_test(NAME test_struct_size_bytes SOURCES test_struct_size_bytes.c LIBS fp8moe_test_baseline LABELS abi
+                TIMEOUT 300)
+# Address overflow, overlapping and aliasing outputs, empty tensors with any strides (issue 11).
+fp8moe_add_test(NAME test_hostile_tensors SOURCES test_hostile_tensors.c LIBS fp8moe_test_baseline LABELS abi
+                TIMEOUT 120)
+# 1,000 dlopen/dlclose cycles: no growth of RSS, threads or fds; live contexts shut down at unload (issue 11).
+fp8moe_add_test(NAME test_unload SOURCES test_unload.c LABELS abi ARGS 1000 TIMEOUT 300)

@@ -22,3 +22,8 @@ fp8moe_add_test(NAME test_regressions SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_reg
                 LIBS fp8moe_test_ref TIMEOUT 120)
 fp8moe_add_test(NAME test_threads SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_threads.c
                 LIBS fp8moe_test_ref Threads::Threads TIMEOUT 120)
+
+# The shared routing formulation (src/routing_math.h) against float64: exp, sigmoid, softmax sums.
+fp8moe_add_test(NAME test_routing_math SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_routing_math.c TIMEOUT 120)
+target_include_directories(test_routing_math PRIVATE ${PROJECT_SOURCE_DIR}/src)
+target_compile_options(test_routing_math PRIVATE -ffp-contract=off)

@@ -8,6 +8,11 @@ if(FP8MOE_WITH_CUDA AND TARGET fp8moe_test_ref)
 
   fp8moe_add_test(NAME test_gpu_sweep SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_gpu_sweep.c
                   LIBS fp8moe_test_ref fp8moe_test_gpu LABELS gpu TIMEOUT 600)
+  # CPU and CUDA routing weights bit for bit, >= 10^5 logit rows per method (src/routing_math.h).
+  if(TARGET fp8moe_test_baseline)
+    fp8moe_add_test(NAME test_gpu_routing_bits SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_gpu_routing_bits.c
+                    LIBS fp8moe_test_baseline fp8moe_test_gpu LABELS gpu TIMEOUT 600)
+  endif()
   if(EXISTS ${CMAKE_CURRENT_LIST_DIR}/test_gpu_models.c)
     fp8moe_add_test(NAME test_gpu_models SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_gpu_models.c
                     LIBS fp8moe_test_gpu Threads::Threads LABELS gpu TIMEOUT 600)

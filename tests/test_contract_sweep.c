@@ -22,12 +22,13 @@ static fp8moe_capabilities caps;
 typedef baseline_config config;
 typedef baseline_problem problem;
 
-/* Distinct, 64 KiB-aligned, never dereferenced (query_support reads no data). */
+/* Distinct, 64 KiB-aligned, never dereferenced (query_support reads no data), and 1 TiB apart so that even
+ * tensors at the limits do not overlap (outputs may not alias inputs). */
 static void* dummy(const problem* p, int32_t arg, fp8moe_dtype dt, int64_t n) {
   (void)p;
   (void)dt;
   (void)n;
-  return (void*)(uintptr_t)(0x10000000u + 0x100000u * (uint32_t)arg);
+  return (void*)(uintptr_t)(((uint64_t)1 << 44) + ((uint64_t)1 << 40) * (uint64_t)arg);
 }
 
 /* Makes c a valid call for its method (group and K rules, PRECOMPUTED inputs). */

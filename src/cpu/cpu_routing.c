@@ -1,16 +1,16 @@
 /* cpu_routing.c — every routing method of SPEC §2 for one token, in fp32, exactly as docs/DESIGN.md
  * "Routing" states: sanitize → select (ties to the lower index, unselectable fillers with weight 0) →
- * weigh → × routed_scaling_factor. */
+ * weigh → × routed_scaling_factor. exp, sigmoid and the softmax sums come from src/routing_math.h, the
+ * formulation the CUDA kernel uses too, so both backends give the same bits. */
 #include <float.h>
 #include <inttypes.h>
 #include <math.h>
 
 #include "cpu_internal.h"
 #include "numeric_internal.h"
+#include "routing_math.h"
 
-static float sigmoid(float s) {
-  return 1.0f / (1.0f + expf(-s));
-}
+static float sigmoid(float s) { return fp8moe_rm_sigmoid(s); }
 
 /* NaN and −Inf become −Inf (unselectable), +Inf becomes FLT_MAX. */
 static float sanitize(float s) {
@@ -42,16 +42,13 @@ static void select_topk(const float* key, uint8_t* picked, int32_t n, int32_t K,
   for (int32_t k = 0; k < K; ++k) ids[k] = pick_best(key, picked, n, &valid[k]);
 }
 
-/* prob[e] = softmax over the selectable logits (unselectable: 0), sums in index order. */
+/* prob[e] = softmax over the selectable logits (unselectable: 0), summed in the kernel's warp order. */
 static void softmax_all(const float* logit, int32_t E, float* prob) {
   float m = -INFINITY;
   for (int32_t e = 0; e < E; ++e)
     if (logit[e] > m) m = logit[e];
-  float sum = 0.0f;
-  for (int32_t e = 0; e < E; ++e) {
-    prob[e] = logit[e] > -INFINITY ? expf(logit[e] - m) : 0.0f;
-    sum += prob[e];
-  }
+  for (int32_t e = 0; e < E; ++e) prob[e] = logit[e] > -INFINITY ? fp8moe_rm_softmax_term(logit[e], m) : 0.0f;
+  float sum = fp8moe_rm_sum32(prob, E);
   for (int32_t e = 0; e < E; ++e) prob[e] = sum > 0.0f ? prob[e] / sum : 0.0f;
 }
 
@@ -191,7 +188,7 @@ void fp8moe_cpu_route_token(const fp8moe_problem* p, int64_t t, fp8moe_cpu_scrat
         if (valid[k] && w[k] > m) m = w[k];
       float sum = 0.0f;
       for (int32_t k = 0; k < K; ++k) {
-        w[k] = valid[k] ? expf(w[k] - m) : 0.0f;
+        w[k] = valid[k] ? fp8moe_rm_softmax_term(w[k], m) : 0.0f;
         sum += w[k];
       }
       for (int32_t k = 0; k < K; ++k) w[k] = sum > 0.0f ? w[k] / sum : 0.0f;
