@@ -1,6 +1,6 @@
 /* e2e_check.h — what every end-to-end suite does with a generated problem: run it through the plugin with
  * a workspace of the size query_workspace reports, compare routing and output with ref64 under the
- * TESTING.md tolerances, and count named sub-checks. */
+ * docs/TESTING.md tolerances, and count named sub-checks. */
 #ifndef FP8MOE_TEST_E2E_CHECK_H
 #define FP8MOE_TEST_E2E_CHECK_H
 

@@ -1,7 +1,7 @@
 /* gpu_util.h — what the GPU suites share: device copies of a host-described problem (every tensor of
  * fp8moe_moe_args cloned byte for byte into device memory, same shapes and strides), poisoning, running
  * through the public API on a stream, copying the outputs back into the host problem, and comparing a
- * GPU run with a CPU-backend run under TESTING.md's tolerances. */
+ * GPU run with a CPU-backend run under docs/TESTING.md's tolerances. */
 #ifndef FP8MOE_TEST_GPU_UTIL_H
 #define FP8MOE_TEST_GPU_UTIL_H
 

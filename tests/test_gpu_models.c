@@ -1,7 +1,7 @@
-/* test_gpu_models.c — every TESTING.md model shape at T ∈ {1, 7, 64, 300, 2048} on the CUDA backend,
+/* test_gpu_models.c — every docs/TESTING.md model shape at T ∈ {1, 7, 64, 300, 2048} on the CUDA backend,
  * checked against the CPU backend. Full-size weights are random e4m3 codes (made fast, on all cores);
  * hidden states, logits and bias are fresh per T; outputs are poisoned before every GPU run. The CPU oracle
- * recomputes every token up to T = 64 and, above, the first, the last and 30 random tokens (TESTING.md:
+ * recomputes every token up to T = 64 and, above, the first, the last and 30 random tokens (docs/TESTING.md:
  * tokens are independent except through a dynamic per-tensor amax, so above T = 64 the per-tensor shape
  * runs with static a1/a2 scales; its dynamic path is checked at T ≤ 64 on all tokens).
  * Prints the relative error per shape, T and format. Skipped (77) without a usable CUDA device. */

@@ -1,6 +1,6 @@
 /* test_gpu_sweep.c — the CUDA backend against the CPU backend (the oracle) through the public API, at
  * reduced shapes: every row of the capability table (routing × format × activation, with dtypes, layouts,
- * gate/up order, static scales and expert-parallel shards varied across rows), the TESTING.md regression
+ * gate/up order, static scales and expert-parallel shards varied across rows), the docs/TESTING.md regression
  * cases that concern a backend (exact ties, non-finite logits and hidden states, PRECOMPUTED out-of-range
  * ids counted in device_status, T = 0, shards summing to the full layer), CUDA-graph capture + replay and
  * two streams running different problems on one context, and the kernel plan's large-M rows. Outputs are
@@ -200,7 +200,7 @@ static void plan_rows(suite* s) {
   }
 }
 
-/* TESTING.md 8 and 1: exact ties (few distinct logit values, exactly representable in every dtype). */
+/* docs/TESTING.md 8 and 1: exact ties (few distinct logit values, exactly representable in every dtype). */
 static void regression_ties(suite* s) {
   static const int32_t methods[] = {FP8MOE_ROUTING_DEFAULT, FP8MOE_ROUTING_RENORMALIZE, FP8MOE_ROUTING_DEEPSEEK_V3,
                                     FP8MOE_ROUTING_LLAMA4, FP8MOE_ROUTING_RENORMALIZE_NAIVE, FP8MOE_ROUTING_TOPK,
@@ -225,7 +225,7 @@ static void regression_ties(suite* s) {
   }
 }
 
-/* TESTING.md 13: NaN / ±Inf in logits and hidden states behave identically on CPU and GPU. */
+/* docs/TESTING.md 13: NaN / ±Inf in logits and hidden states behave identically on CPU and GPU. */
 static void regression_nonfinite(suite* s) {
   static const int32_t methods[] = {FP8MOE_ROUTING_DEFAULT, FP8MOE_ROUTING_RENORMALIZE, FP8MOE_ROUTING_DEEPSEEK_V3,
                                     FP8MOE_ROUTING_SIGMOID_RENORM, FP8MOE_ROUTING_TOPK};
@@ -256,7 +256,7 @@ static void regression_nonfinite(suite* s) {
     }
 }
 
-/* TESTING.md 11: PRECOMPUTED with an out-of-range id: the GPU skips and counts it; the CPU oracle gets the
+/* docs/TESTING.md 11: PRECOMPUTED with an out-of-range id: the GPU skips and counts it; the CPU oracle gets the
  * same slots as weight-0 in-range ids, which contribute exactly nothing. */
 static void regression_precomputed_range(suite* s) {
   pg_config c;
@@ -302,7 +302,7 @@ static void regression_precomputed_range(suite* s) {
   pg_free(&p);
 }
 
-/* TESTING.md 12: T = 0 is a valid call that writes nothing. */
+/* docs/TESTING.md 12: T = 0 is a valid call that writes nothing. */
 static void regression_t0(suite* s) {
   pg_config c;
   base_config(&c, FP8MOE_ROUTING_RENORMALIZE, FP8MOE_QUANT_FP8_PER_TENSOR, 0);
@@ -325,7 +325,7 @@ static void regression_t0(suite* s) {
   pg_free(&p);
 }
 
-/* TESTING.md 14: the shards of an expert-parallel split sum to the full layer (GPU alone). */
+/* docs/TESTING.md 14: the shards of an expert-parallel split sum to the full layer (GPU alone). */
 static void regression_shards(suite* s) {
   pg_config c;
   base_config(&c, FP8MOE_ROUTING_DEEPSEEK_V3, FP8MOE_QUANT_FP8_BLOCK128, 2);

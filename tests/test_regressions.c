@@ -1,4 +1,4 @@
-/* test_regressions.c — the TESTING.md regression cases (each a production bug elsewhere) on the CPU backend,
+/* test_regressions.c — the docs/TESTING.md regression cases (each a production bug elsewhere) on the CPU backend,
  * one named sub-check per case and method/format, each compared with ref64 where it computes something:
  *   R1 logits dtypes          R2 fp32 bias decides        R3 large bias, sigmoid methods
  *   R4 all-negative logits    R5 scaling applied once     R6 gate/up orders
