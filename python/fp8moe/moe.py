@@ -150,9 +150,13 @@ class _Call:
         else:
             need = self.workspace_bytes()
             if need:
+                # `buf` lives until run returns and no longer: the eager workspaces stay cached in the context,
+                # while one allocated during graph capture goes back to the graph's pool, as torch's cudagraph
+                # trees require of every allocation that is not an output.
                 ptr, buf = _workspace(self.ctx, hidden_states, need)
-                self.keep.append(buf)
                 self.args.workspace, self.args.workspace_size = ptr, need
+                self.check(self.ctx.library.api.run(self.ctx.handle, C.byref(self.args)))
+                return
         self.check(self.ctx.library.api.run(self.ctx.handle, C.byref(self.args)))
 
 
