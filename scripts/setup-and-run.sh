@@ -52,6 +52,6 @@ bash scripts/package.sh       .deb and .rpm packages (docs/PACKAGING.md)
 $b/tools/fp8moe-info       the whole capability table (--json for programs)
 $b/examples/fp8moe_example_deepseek --backend cpu|cuda
                               one layer on the backend you name
-bash tools/gpu-check.sh       on an H100/H200: GPU tests, compute-sanitizer
+bash tools/gpu-check.sh       on an H100/H200: GPU tests, sanitizers, fp8moe-bench
 docs/SPEC.md, docs/ABI.md    what a layer computes; how a host loads it
 NEXT
