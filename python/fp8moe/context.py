@@ -45,7 +45,6 @@ class Context:
         self.backend = self.info.backend
         self.capabilities = _caps.read(self.library, handle)
         self.workspaces = threading.local()  # numpy/CPU scratch, one per thread (see moe.py)
-        self.torch_workspaces = {}  # (device, stream) -> torch uint8 tensor, see moe.py
 
     def last_error(self):
         buf = C.create_string_buffer(1024)

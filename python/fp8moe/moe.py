@@ -2,8 +2,9 @@
 
 Arrays are described in place (no copies, any strides; the plugin decides what it accepts). Names such as
 routing="DEEPSEEK_V3" are resolved against the capability table the plugin reports. Scratch memory comes
-from torch's caching allocator (CUDA: one buffer per device and stream, reused; a fresh one inside CUDA
-graph capture, owned by the graph's pool) or from numpy (one per thread).
+from torch's caching allocator (CUDA: allocated per call on the current stream and released when run
+returns, so the allocator's stream-ordered reuse recycles it, and inside CUDA graph capture or torch's
+cudagraph trees it belongs to the graph's pool) or from numpy (one per thread).
 """
 import ctypes as C
 import sys
@@ -184,15 +185,11 @@ def _workspace(ctx, hidden_states, need):
     if ctx.backend == "cuda":
         import torch
         device = hidden_states.device if is_torch(hidden_states) else torch.device("cuda", ctx.info.device_ordinal)
-        if torch.cuda.is_current_stream_capturing():
-            # Inside capture: a per-call allocation from the graph's private pool, which the graph owns.
-            buf = torch.empty(total, dtype=torch.uint8, device=device)
-            return _aligned(buf.data_ptr()), buf
-        key = (device.index, torch.cuda.current_stream(device).cuda_stream)
-        buf = ctx.torch_workspaces.get(key)
-        if buf is None or buf.numel() < total:
-            buf = torch.empty(total, dtype=torch.uint8, device=device)
-            ctx.torch_workspaces[key] = buf
+        # Never cached across calls: a buffer kept alive would be an untracked live allocation in the pool of a
+        # CUDA graph (torch's cudagraph trees allocate from it even in their warm-up runs, uncaptured). The
+        # caching allocator makes a per-call allocation cheap, and freeing it right after run is safe: its
+        # block is reused only by later work on the same stream, which runs after the plugin's kernels.
+        buf = torch.empty(total, dtype=torch.uint8, device=device)
         return _aligned(buf.data_ptr()), buf
     # CPU backend: one buffer per thread, since concurrent runs on one context are allowed.
     buf = getattr(ctx.workspaces, "buf", None)
