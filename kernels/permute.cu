@@ -2,8 +2,18 @@
  * global expert ids (−1 = skipped); slots whose expert lies in [local_offset, local_offset+E_local) are
  * grouped by local expert, each expert's rows padded to a multiple of tile_m. Writes sorted_slots (slot
  * t*K+k per row, −1 for padding), slot_row (row of each slot, −1 when not local), tile_expert (the local
- * expert of each tile) and num_tiles. Row order inside one expert is arbitrary: every row is computed
- * independently. Launch: one block of 1024 threads, counts in shared memory (E_local ≤ 2048). */
+ * expert of each tile) and num_tiles.
+ *
+ * Rows inside one expert are in ascending slot order (a stable counting sort), so the permutation, and with
+ * it every GEMM tile's rows, is the same on every replay of the same routing. Each row is computed
+ * independently, so the order never changes results; it changes timing: with atomic placement the tiles'
+ * rows, and the L2 traffic of the gathered activations, differed between graph replays
+ * (docs/PERFORMANCE.md, run-to-run spread).
+ *
+ * Launch: one block of 1024 threads. The slots are cut into S contiguous segments, one per warp; each warp
+ * counts its segment per expert (pass 1), a scan over segments gives each (segment, expert) its first row,
+ * and each warp places its segment in slot order (pass 2), ranking equal experts inside a 32-slot step
+ * with __match_any_sync. S·E_local counters live in shared memory (E_local ≤ 2048). */
 #include "common.cuh"
 #include "pdl.cuh"
 
@@ -11,27 +21,58 @@ namespace fp8moe {
 namespace {
 
 constexpr int kThreads = 1024;
+constexpr int kWarps = kThreads / 32;
 constexpr int kMaxExperts = 2048;
+constexpr int kSegCounters = 7936; /* with count[] and start[]: just under the 48 KiB of static shared memory */
+static_assert(kSegCounters / kMaxExperts >= 1, "at least one segment at the largest E_local");
+
+__device__ __forceinline__ int32_t local_expert(const fp8moe_permute_args& a, int32_t i) {
+  const int32_t id = a.ids[i];
+  const int32_t e = id - a.local_offset;
+  return (id >= 0 && e >= 0 && e < a.E_local) ? e : -1;
+}
 
 __global__ void __launch_bounds__(kThreads) permute_kernel(fp8moe_permute_args a) {
   __shared__ int32_t count[kMaxExperts];
   __shared__ int32_t start[kMaxExperts];
+  __shared__ int32_t seg[kSegCounters]; /* seg[w * E_local + e] */
   __shared__ int32_t total_tiles;
   wait_prior(); /* ids come from the routing kernel */
   allow_next();
-  const int tid = threadIdx.x;
-  const int32_t tile_m = a.tile_m;
-  for (int e = tid; e < a.E_local; e += kThreads) count[e] = 0;
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const int32_t E = a.E_local, tile_m = a.tile_m;
+  const int S = min(kWarps, kSegCounters / E);
+  const int32_t seg_len = (a.TK + S - 1) / S;
+  const int32_t lo_slot = min(warp * seg_len, a.TK), hi_slot = min(lo_slot + seg_len, a.TK);
+  const uint32_t lanes_below = (1u << lane) - 1u;
+  for (int i = tid; i < S * E; i += kThreads) seg[i] = 0;
   __syncthreads();
-  for (int32_t i = tid; i < a.TK; i += kThreads) {
-    const int32_t e = a.ids[i] - a.local_offset;
-    if (a.ids[i] >= 0 && e >= 0 && e < a.E_local) atomicAdd(&count[e], 1);
+  /* Pass 1: per-segment counts. Only a group's lowest lane writes, and a step's groups have distinct experts. */
+  if (warp < S) {
+    for (int32_t base = lo_slot; base < hi_slot; base += 32) {
+      const int32_t i = base + lane;
+      const int32_t e = i < hi_slot ? local_expert(a, i) : -1;
+      const uint32_t same = __match_any_sync(0xffffffffu, e);
+      if (e >= 0 && (same & lanes_below) == 0) seg[warp * E + e] += __popc(same);
+      __syncwarp();
+    }
+  }
+  __syncthreads();
+  /* Exclusive scan over segments: seg becomes each (segment, expert)'s offset inside the expert. */
+  for (int e = tid; e < E; e += kThreads) {
+    int32_t run = 0;
+    for (int w = 0; w < S; ++w) {
+      const int32_t c = seg[w * E + e];
+      seg[w * E + e] = run;
+      run += c;
+    }
+    count[e] = run;
   }
   __syncthreads();
   /* Exclusive scan of padded tile counts: warp 0, each lane a contiguous run of experts. */
   if (tid < 32) {
-    const int per = (a.E_local + 31) / 32;
-    const int lo = min(tid * per, a.E_local), hi = min(lo + per, a.E_local);
+    const int per = (E + 31) / 32;
+    const int lo = min(tid * per, E), hi = min(lo + per, E);
     int32_t run = 0;
     for (int e = lo; e < hi; ++e) run += (count[e] + tile_m - 1) / tile_m;
     int32_t incl = run;
@@ -48,24 +89,29 @@ __global__ void __launch_bounds__(kThreads) permute_kernel(fp8moe_permute_args a
   }
   __syncthreads();
   if (tid == 0) *a.num_tiles = total_tiles;
-  for (int e = tid; e < a.E_local; e += kThreads) {
+  for (int e = tid; e < E; e += kThreads) {
     const int32_t tiles = (count[e] + tile_m - 1) / tile_m;
     const int32_t first = start[e] / tile_m;
     for (int32_t j = 0; j < tiles; ++j) a.tile_expert[first + j] = e;
     for (int32_t r = start[e] + count[e]; r < start[e] + tiles * tile_m; ++r) a.sorted_slots[r] = -1;
   }
-  __syncthreads();
-  /* count[] becomes each expert's fill cursor. */
-  for (int e = tid; e < a.E_local; e += kThreads) count[e] = start[e];
-  __syncthreads();
-  for (int32_t i = tid; i < a.TK; i += kThreads) {
-    const int32_t e = a.ids[i] - a.local_offset;
-    int32_t row = -1;
-    if (a.ids[i] >= 0 && e >= 0 && e < a.E_local) {
-      row = atomicAdd(&count[e], 1);
-      a.sorted_slots[row] = i;
+  /* Pass 2: place each segment in slot order; the group's lowest lane advances the cursor after all read it. */
+  if (warp < S) {
+    for (int32_t base = lo_slot; base < hi_slot; base += 32) {
+      const int32_t i = base + lane;
+      const bool live = i < hi_slot;
+      const int32_t e = live ? local_expert(a, i) : -1;
+      const uint32_t same = __match_any_sync(0xffffffffu, e);
+      int32_t row = -1;
+      if (e >= 0) {
+        row = start[e] + seg[warp * E + e] + __popc(same & lanes_below);
+        a.sorted_slots[row] = i;
+      }
+      if (live) a.slot_row[i] = row;
+      __syncwarp();
+      if (e >= 0 && (same & lanes_below) == 0) seg[warp * E + e] += __popc(same);
+      __syncwarp();
     }
-    a.slot_row[i] = row;
   }
 }
 

@@ -26,3 +26,10 @@ if(FP8MOE_WITH_CUDA)
   target_include_directories(test_cuda_plan PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/src/cuda
                              ${PROJECT_SOURCE_DIR}/kernels ${CUDAToolkit_INCLUDE_DIRS})
 endif()
+
+# The permutation kernel against a CPU stable counting sort, bit for bit (kernel-level: links the kernel
+# archive and the static CUDA runtime it was built with).
+if(FP8MOE_WITH_CUDA AND TARGET fp8moe_kernels)
+  fp8moe_add_test(NAME test_gpu_permute SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_gpu_permute.c
+                  LIBS fp8moe_kernels CUDA::cudart_static LABELS gpu TIMEOUT 120)
+endif()
