@@ -99,6 +99,7 @@ void bench_print_usage(const char* prog) {
          "  --routing R           uniform, skewed or both (default both)\n"
          "  --replays N           timed replays per point (default 30, at least 5)\n"
          "  --warmup N            untimed replays first (default 3)\n"
+         "  --warmup-ms M         ... and more until M ms of device time (default 300: sustained clocks)\n"
          "  --check-tokens N      tokens the CPU oracle recomputes per point (default 16; 0 = no check)\n"
          "  --stages              also time each stage (prefix graphs; slower)\n"
          "  --no-rooflines        skip measuring rooflines (floors then use docs/PERFORMANCE.md's readings)\n"
@@ -168,6 +169,7 @@ int bench_parse_args(int argc, char** argv, bench_args* a, char* err, size_t err
   a->routing_mask = BENCH_ROUTING_UNIFORM | BENCH_ROUTING_SKEWED;
   a->replays = 30;
   a->warmup = 3;
+  a->warmup_ms = 300;
   a->check_tokens = 16;
   a->rooflines = 1;
   a->flush_bytes = (size_t)512 << 20;
@@ -209,6 +211,9 @@ int bench_parse_args(int argc, char** argv, bench_args* a, char* err, size_t err
       } else if (strcmp(o, "--warmup") == 0) {
         if (parse_int(v, 0, 1000, &x) != 0) return fail(err, err_size, "--warmup: 0..1000", v);
         a->warmup = (int)x;
+      } else if (strcmp(o, "--warmup-ms") == 0) {
+        if (parse_int(v, 0, 60000, &x) != 0) return fail(err, err_size, "--warmup-ms: 0..60000", v);
+        a->warmup_ms = (int)x;
       } else if (strcmp(o, "--check-tokens") == 0) {
         if (parse_int(v, 0, 4096, &x) != 0) return fail(err, err_size, "--check-tokens: 0..4096", v);
         a->check_tokens = (int)x;

@@ -54,6 +54,7 @@ typedef struct bench_args {
   int n_tokens;
   int routing_mask;      /* BENCH_ROUTING_* bits */
   int replays, warmup;
+  int warmup_ms;          /* warm-up continues until this much device time, so clocks have settled */
   int check_tokens;      /* tokens the CPU oracle recomputes per point (first, last, random) */
   int stages;            /* also time every stage of the graph (prefix graphs) */
   int rooflines;         /* measure the rooflines (0: --no-rooflines, floors then use the defaults below) */

@@ -40,8 +40,9 @@ typedef struct bench_timer {
 
 int bench_timer_init(bench_timer* t, size_t flush_bytes, int max_replays);
 void bench_timer_free(bench_timer* t);
-/* Replays exec `warmup` times, then `n` times with an L2 flush before each; us[i] = event time of replay i. */
-int bench_time_graph(bench_timer* t, cudaGraphExec_t exec, int warmup, int n, double* us);
+/* Replays exec (each after an L2 flush) `warmup` times and then until warmup_ms of device time have passed,
+ * then `n` timed times; us[i] = event time of timed replay i. */
+int bench_time_graph(bench_timer* t, cudaGraphExec_t exec, int warmup, int warmup_ms, int n, double* us);
 
 /* The kernel nodes of a captured single-stream graph in launch order, with their names. */
 #define BENCH_MAX_NODES 32

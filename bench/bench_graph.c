@@ -33,12 +33,36 @@ void bench_timer_free(bench_timer* t) {
   memset(t, 0, sizeof *t);
 }
 
-int bench_time_graph(bench_timer* t, cudaGraphExec_t exec, int warmup, int n, double* us) {
+static int flushed_replay(bench_timer* t, cudaGraphExec_t exec, int i) {
+  /* A different byte each time, so no layer of the memory system can skip the write. */
+  return cudaMemsetAsync(t->flush, i & 0xFF, t->flush_bytes, t->stream) != cudaSuccess ||
+         cudaGraphLaunch(exec, t->stream) != cudaSuccess;
+}
+
+/* Warm-up until the clocks have settled: under sustained load the H200 leaves its boost state after a few
+ * tens of milliseconds, and a point timed across that step is bimodal (docs/PERFORMANCE.md, run-to-run
+ * spread). Batches double until `warmup` replays and `warmup_ms` of device time are both behind. */
+static int warm_up(bench_timer* t, cudaGraphExec_t exec, int warmup, int warmup_ms) {
+  double spent_ms = 0;
+  int done = 0;
+  for (int batch = warmup > 0 ? warmup : 1; done < warmup || spent_ms < warmup_ms; batch = batch < 2048 ? 2 * batch : batch) {
+    if (cudaEventRecord(t->ev[0], t->stream) != cudaSuccess) return -1;
+    for (int i = 0; i < batch; ++i)
+      if (flushed_replay(t, exec, done + i) != 0) return -1;
+    float ms = 0;
+    if (cudaEventRecord(t->ev[1], t->stream) != cudaSuccess || cudaEventSynchronize(t->ev[1]) != cudaSuccess ||
+        cudaEventElapsedTime(&ms, t->ev[0], t->ev[1]) != cudaSuccess)
+      return -1;
+    spent_ms += ms;
+    done += batch;
+  }
+  return 0;
+}
+
+int bench_time_graph(bench_timer* t, cudaGraphExec_t exec, int warmup, int warmup_ms, int n, double* us) {
   if (n > t->max_replays) return -1;
-  for (int i = 0; i < warmup; ++i)
-    if (cudaGraphLaunch(exec, t->stream) != cudaSuccess) return -1;
+  if ((warmup > 0 || warmup_ms > 0) && warm_up(t, exec, warmup, warmup_ms) != 0) return -1;
   for (int i = 0; i < n; ++i) {
-    /* A different byte each time, so no layer of the memory system can skip the write. */
     if (cudaMemsetAsync(t->flush, i & 0xFF, t->flush_bytes, t->stream) != cudaSuccess ||
         cudaEventRecord(t->ev[2 * i], t->stream) != cudaSuccess || cudaGraphLaunch(exec, t->stream) != cudaSuccess ||
         cudaEventRecord(t->ev[2 * i + 1], t->stream) != cudaSuccess)

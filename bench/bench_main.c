@@ -143,7 +143,7 @@ static double prefix_median(bench* b, cudaGraph_t g, const bench_chain* c, int k
   cudaGraphExec_t ex = NULL;
   double med = -1, p90;
   if (bench_prefix_exec(g, c, keep, &ex) == 0 &&
-      bench_time_graph(&b->timer, ex, b->args.warmup, b->args.replays, scratch) == 0)
+      bench_time_graph(&b->timer, ex, b->args.warmup, b->args.warmup_ms, b->args.replays, scratch) == 0)
     bench_stats(scratch, b->args.replays, &med, &p90);
   if (ex) cudaGraphExecDestroy(ex);
   return med;
@@ -234,7 +234,7 @@ static void run_point(bench* b, int ci, const bench_weights* w, const bench_inpu
   }
 
   /* Time it. */
-  if (bench_time_graph(&b->timer, exec, b->args.warmup, b->args.replays, p->replay_us) != 0)
+  if (bench_time_graph(&b->timer, exec, b->args.warmup, b->args.warmup_ms, b->args.replays, p->replay_us) != 0)
     FAIL("timed replays: %s", cudaGetErrorString(cudaGetLastError()));
   p->n_replays = b->args.replays;
   bench_stats(p->replay_us, p->n_replays, &p->median_us, &p->p90_us);

@@ -43,6 +43,8 @@ static void test_args(void) {
   EXPECT(a.n_tokens == 7 && a.tokens[0] == 1 && a.tokens[6] == 8192, "default T list");
   EXPECT(a.replays == 30 && a.routing_mask == (BENCH_ROUTING_UNIFORM | BENCH_ROUTING_SKEWED), "default protocol");
   EXPECT(a.flush_bytes >= ((size_t)256 << 20), "flush ≥ 256 MiB");
+  EXPECT(a.warmup == 3 && a.warmup_ms >= 200, "warm-up past the boost-clock step by default");
+  EXPECT(parse(&a, "--warmup 0 --warmup-ms 0") == 0 && a.warmup == 0 && a.warmup_ms == 0, "no warm-up on request");
   EXPECT(parse(&a, "--shape deepseek-v3") == 0 && popcount(a.case_mask) == 2, "deepseek-v3: block + per-tensor");
   EXPECT(parse(&a, "--shape deepseek-v3 --format block") == 0 && popcount(a.case_mask) == 1, "one case");
   EXPECT(parse(&a, "--shape qwen3-30b-a3b,mixtral-8x7b --format FP8_PER_TENSOR") == 0 && popcount(a.case_mask) == 2,
@@ -54,7 +56,7 @@ static void test_args(void) {
              a.plant_wrong_scale && a.budget_s == 60,
          "flags");
   const char* bad[] = {"--tokens 0", "--tokens 16385", "--tokens 1,x", "--replays 4", "--format fp4", "--shape gpt",
-                       "--routing zipf", "--flush-mib 100", "--bogus", "--json", "--shape mixtral-8x7b --format block",
+                       "--routing zipf", "--flush-mib 100", "--warmup-ms -1", "--warmup-ms 60001", "--bogus", "--json", "--shape mixtral-8x7b --format block",
                        "--tokens 1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) EXPECT(parse(&a, bad[i]) != 0, "'%s' must be refused", bad[i]);
   EXPECT(bench_format_parse("block128") == FP8MOE_QUANT_FP8_BLOCK128 && bench_format_parse("channel") == 2 &&

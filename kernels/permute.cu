@@ -13,7 +13,8 @@
  * Launch: one block of 1024 threads. The slots are cut into S contiguous segments, one per warp; each warp
  * counts its segment per expert (pass 1), a scan over segments gives each (segment, expert) its first row,
  * and each warp places its segment in slot order (pass 2), ranking equal experts inside a 32-slot step
- * with __match_any_sync. S·E_local counters live in shared memory (E_local ≤ 2048). */
+ * with __match_any_sync (ids of kBatch steps loaded at once). S·E_local counters live in shared memory
+ * (E_local ≤ 2048); S grows with the slot count, so a decode call scans one segment. */
 #include "common.cuh"
 #include "pdl.cuh"
 
@@ -24,6 +25,8 @@ constexpr int kThreads = 1024;
 constexpr int kWarps = kThreads / 32;
 constexpr int kMaxExperts = 2048;
 constexpr int kSegCounters = 7936; /* with count[] and start[]: just under the 48 KiB of static shared memory */
+constexpr int kSlotsPerSegment = 256;
+constexpr int kBatch = 8; /* 32-slot steps whose ids are loaded together, so their latencies overlap */
 static_assert(kSegCounters / kMaxExperts >= 1, "at least one segment at the largest E_local");
 
 __device__ __forceinline__ int32_t local_expert(const fp8moe_permute_args& a, int32_t i) {
@@ -41,7 +44,8 @@ __global__ void __launch_bounds__(kThreads) permute_kernel(fp8moe_permute_args a
   allow_next();
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int32_t E = a.E_local, tile_m = a.tile_m;
-  const int S = min(kWarps, kSegCounters / E);
+  /* Enough segments to keep ~256 slots per warp busy, no more: the scan over segments costs S per expert. */
+  const int S = max(1, min(min(kWarps, kSegCounters / E), (a.TK + kSlotsPerSegment - 1) / kSlotsPerSegment));
   const int32_t seg_len = (a.TK + S - 1) / S;
   const int32_t lo_slot = min(warp * seg_len, a.TK), hi_slot = min(lo_slot + seg_len, a.TK);
   const uint32_t lanes_below = (1u << lane) - 1u;
@@ -49,12 +53,20 @@ __global__ void __launch_bounds__(kThreads) permute_kernel(fp8moe_permute_args a
   __syncthreads();
   /* Pass 1: per-segment counts. Only a group's lowest lane writes, and a step's groups have distinct experts. */
   if (warp < S) {
-    for (int32_t base = lo_slot; base < hi_slot; base += 32) {
-      const int32_t i = base + lane;
-      const int32_t e = i < hi_slot ? local_expert(a, i) : -1;
-      const uint32_t same = __match_any_sync(0xffffffffu, e);
-      if (e >= 0 && (same & lanes_below) == 0) seg[warp * E + e] += __popc(same);
-      __syncwarp();
+    for (int32_t base = lo_slot; base < hi_slot; base += 32 * kBatch) {
+      int32_t ev[kBatch];
+#pragma unroll
+      for (int u = 0; u < kBatch; ++u) {
+        const int32_t i = base + 32 * u + lane;
+        ev[u] = i < hi_slot ? local_expert(a, i) : -1;
+      }
+#pragma unroll
+      for (int u = 0; u < kBatch; ++u) {
+        const int32_t e = ev[u];
+        const uint32_t same = __match_any_sync(0xffffffffu, e);
+        if (e >= 0 && (same & lanes_below) == 0) seg[warp * E + e] += __popc(same);
+        __syncwarp();
+      }
     }
   }
   __syncthreads();
@@ -97,20 +109,27 @@ __global__ void __launch_bounds__(kThreads) permute_kernel(fp8moe_permute_args a
   }
   /* Pass 2: place each segment in slot order; the group's lowest lane advances the cursor after all read it. */
   if (warp < S) {
-    for (int32_t base = lo_slot; base < hi_slot; base += 32) {
-      const int32_t i = base + lane;
-      const bool live = i < hi_slot;
-      const int32_t e = live ? local_expert(a, i) : -1;
-      const uint32_t same = __match_any_sync(0xffffffffu, e);
-      int32_t row = -1;
-      if (e >= 0) {
-        row = start[e] + seg[warp * E + e] + __popc(same & lanes_below);
-        a.sorted_slots[row] = i;
+    for (int32_t base = lo_slot; base < hi_slot; base += 32 * kBatch) {
+      int32_t ev[kBatch];
+#pragma unroll
+      for (int u = 0; u < kBatch; ++u) {
+        const int32_t i = base + 32 * u + lane;
+        ev[u] = i < hi_slot ? local_expert(a, i) : -1;
       }
-      if (live) a.slot_row[i] = row;
-      __syncwarp();
-      if (e >= 0 && (same & lanes_below) == 0) seg[warp * E + e] += __popc(same);
-      __syncwarp();
+#pragma unroll
+      for (int u = 0; u < kBatch; ++u) {
+        const int32_t i = base + 32 * u + lane, e = ev[u];
+        const uint32_t same = __match_any_sync(0xffffffffu, e);
+        int32_t row = -1;
+        if (e >= 0) {
+          row = start[e] + seg[warp * E + e] + __popc(same & lanes_below);
+          a.sorted_slots[row] = i;
+        }
+        if (i < hi_slot) a.slot_row[i] = row;
+        __syncwarp();
+        if (e >= 0 && (same & lanes_below) == 0) seg[warp * E + e] += __popc(same);
+        __syncwarp();
+      }
     }
   }
 }
