@@ -51,7 +51,7 @@ __global__ void __launch_bounds__(kThreads) permute_kernel(fp8moe_permute_args a
   const uint32_t lanes_below = (1u << lane) - 1u;
   for (int i = tid; i < S * E; i += kThreads) seg[i] = 0;
   __syncthreads();
-  /* Pass 1: per-segment counts. Only a group's lowest lane writes, and a step's groups have distinct experts. */
+  /* Pass 1: per-segment counts. */
   if (warp < S) {
     for (int32_t base = lo_slot; base < hi_slot; base += 32 * kBatch) {
       int32_t ev[kBatch];
@@ -61,12 +61,8 @@ __global__ void __launch_bounds__(kThreads) permute_kernel(fp8moe_permute_args a
         ev[u] = i < hi_slot ? local_expert(a, i) : -1;
       }
 #pragma unroll
-      for (int u = 0; u < kBatch; ++u) {
-        const int32_t e = ev[u];
-        const uint32_t same = __match_any_sync(0xffffffffu, e);
-        if (e >= 0 && (same & lanes_below) == 0) seg[warp * E + e] += __popc(same);
-        __syncwarp();
-      }
+      for (int u = 0; u < kBatch; ++u)
+        if (ev[u] >= 0) atomicAdd(&seg[warp * E + ev[u]], 1); /* counts only: order does not matter here */
     }
   }
   __syncthreads();
