@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "contract_internal.h"
+#include "quant_geometry_internal.h"
 #include "struct_size_internal.h"
 
 #define BOTH_BACKENDS (FP8MOE_BACKEND_MASK_CPU | FP8MOE_BACKEND_MASK_CUDA)
@@ -46,6 +47,15 @@ static const fp8moe_quant_format_info quant_formats[] = {
     {FP8MOE_QUANT_FP8_PER_CHANNEL, 128, BOTH_BACKENDS, 0, "FP8_PER_CHANNEL",
      "e4m3fn weights, fp32 scale per output row; activations per token (dynamic)"},
 };
+
+/* The arithmetic of each format (quant_geometry_internal.h), row i beside quant_formats[i]. */
+static const fp8moe_quant_geometry quant_geometries[] = {
+    /* FP8_PER_TENSOR */ {FP8MOE_GRAN_TENSOR, 0, FP8MOE_GRAN_TENSOR, 0, 0},
+    /* FP8_BLOCK128 */ {FP8MOE_GRAN_BLOCK, 128, FP8MOE_GRAN_BLOCK, 128, 128},
+    /* FP8_PER_CHANNEL */ {FP8MOE_GRAN_ROW, 0, FP8MOE_GRAN_ROW, 0, 0},
+};
+_Static_assert(sizeof quant_geometries / sizeof quant_geometries[0] == sizeof quant_formats / sizeof quant_formats[0],
+               "one geometry per quantization format");
 
 static const fp8moe_activation_info activations[] = {
     {FP8MOE_ACTIVATION_SWIGLU, BOTH_BACKENDS, "SWIGLU"},
@@ -134,6 +144,12 @@ const fp8moe_routing_method_info* fp8moe_contract_routing_method(int32_t id) {
 const fp8moe_quant_format_info* fp8moe_contract_quant_format(int32_t id) {
   for (uint32_t i = 0; i < COUNT(quant_formats); ++i)
     if (quant_formats[i].id == id) return &quant_formats[i];
+  return NULL;
+}
+
+const fp8moe_quant_geometry* fp8moe_contract_quant_geometry(int32_t format_id) {
+  for (uint32_t i = 0; i < COUNT(quant_formats); ++i)
+    if (quant_formats[i].id == format_id) return &quant_geometries[i];
   return NULL;
 }
 

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "quant_geometry_internal.h"
 #include "tensor_internal.h"
 
 typedef struct fp8moe_problem {
@@ -21,7 +22,9 @@ typedef struct fp8moe_problem {
 
   /* what to compute */
   int32_t routing_method; /* FP8MOE_ROUTING_* */
-  int32_t quant_format;   /* FP8MOE_QUANT_* */
+  int32_t quant_format;   /* FP8MOE_QUANT_* (backends read geom and requant instead) */
+  fp8moe_quant_geometry geom; /* the format's scale geometry */
+  int32_t requant;        /* fp8moe_requant: how the intermediate is requantized for GEMM2 */
   int32_t activation;     /* FP8MOE_ACTIVATION_* */
   int32_t gate_up_order;  /* FP8MOE_GATE_UP_* */
   int32_t n_group;        /* DEEPSEEK_V3 only; 1 for other methods */

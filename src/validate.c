@@ -423,7 +423,8 @@ static int32_t check_presence(const fp8moe_moe_args* a, uint32_t method_flags, f
   FORWARD_IF_ERROR(require(FP8MOE_ARG_TOPK_WEIGHTS, a->topk_weights, topk_in, topk_why, err));
   if (!(method_flags & FP8MOE_ROUTING_USES_BIAS))
     FORWARD_IF_ERROR(require(FP8MOE_ARG_ROUTING_BIAS, a->routing_bias, 0, "only DEEPSEEK_V3 takes a bias", err));
-  if (a->quant_format != FP8MOE_QUANT_FP8_PER_TENSOR) {
+  const fp8moe_quant_geometry* geom = fp8moe_contract_quant_geometry(a->quant_format);
+  if (geom != NULL && geom->act != FP8MOE_GRAN_TENSOR) {
     FORWARD_IF_ERROR(require(FP8MOE_ARG_A1_SCALE, a->a1_scale, 0, "only FP8_PER_TENSOR takes static scales", err));
     FORWARD_IF_ERROR(require(FP8MOE_ARG_A2_SCALE, a->a2_scale, 0, "only FP8_PER_TENSOR takes static scales", err));
   }
@@ -556,30 +557,37 @@ int32_t fp8moe_validate(const struct fp8moe_context* ctx, const fp8moe_moe_args*
   shape_spec s_w2 = spec3("E_l", El, "H", H, "I", I);
   FORWARD_IF_ERROR(check_tensor(ctx, FP8MOE_ARG_W2, a->w2, &s_w2, NULL, &p->w2, err));
 
-  /* Scales per format (fp8moe.h). */
+  /* Scales per the format's geometry (fp8moe.h; quant_geometry_internal.h). */
+  const fp8moe_quant_geometry* geom = fp8moe_contract_quant_geometry(a->quant_format);
+  char n13[2][16], n2[2][16], nh[16];
   shape_spec s13, s2, sh_a, sh_b;
   int32_t sh_alternatives = 1;
-  switch (a->quant_format) {
-    case FP8MOE_QUANT_FP8_BLOCK128:
-      s13 = spec3("E_l", El, "2I/128", 2 * I / 128, "H/128", H / 128);
-      s2 = spec3("E_l", El, "H/128", H / 128, "I/128", I / 128);
-      sh_a = spec2("T", T, "H/128", H / 128);
-      sh_b = sh_a;
-      break;
-    case FP8MOE_QUANT_FP8_PER_CHANNEL:
-      s13 = spec2("E_l", El, "2I", 2 * I);
-      s2 = spec2("E_l", El, "H", H);
-      sh_a = spec1("T", T);
-      sh_b = spec2("T", T, NULL, 1);
-      sh_alternatives = 2;
-      break;
-    default: /* FP8_PER_TENSOR */
-      s13 = spec1("E_l", El);
-      s2 = spec1("E_l", El);
-      sh_a = spec0();
-      sh_b = spec1(NULL, 1);
-      sh_alternatives = 2;
-      break;
+  if (geom->weight == FP8MOE_GRAN_BLOCK) {
+    snprintf(n13[0], sizeof n13[0], "2I/%d", (int)geom->w_n);
+    snprintf(n13[1], sizeof n13[1], "H/%d", (int)geom->w_k);
+    snprintf(n2[0], sizeof n2[0], "H/%d", (int)geom->w_n);
+    snprintf(n2[1], sizeof n2[1], "I/%d", (int)geom->w_k);
+    s13 = spec3("E_l", El, n13[0], 2 * I / geom->w_n, n13[1], H / geom->w_k);
+    s2 = spec3("E_l", El, n2[0], H / geom->w_n, n2[1], I / geom->w_k);
+  } else if (geom->weight == FP8MOE_GRAN_ROW) {
+    s13 = spec2("E_l", El, "2I", 2 * I);
+    s2 = spec2("E_l", El, "H", H);
+  } else {
+    s13 = spec1("E_l", El);
+    s2 = spec1("E_l", El);
+  }
+  if (geom->act == FP8MOE_GRAN_BLOCK) {
+    snprintf(nh, sizeof nh, "H/%d", (int)geom->act_k);
+    sh_a = spec2("T", T, nh, H / geom->act_k);
+    sh_b = sh_a;
+  } else if (geom->act == FP8MOE_GRAN_ROW) {
+    sh_a = spec1("T", T);
+    sh_b = spec2("T", T, NULL, 1);
+    sh_alternatives = 2;
+  } else {
+    sh_a = spec0();
+    sh_b = spec1(NULL, 1);
+    sh_alternatives = 2;
   }
   FORWARD_IF_ERROR(check_tensor(ctx, FP8MOE_ARG_W13_SCALE, a->w13_scale, &s13, NULL, &p->w13_scale, err));
   FORWARD_IF_ERROR(check_tensor(ctx, FP8MOE_ARG_W2_SCALE, a->w2_scale, &s2, NULL, &p->w2_scale, err));
@@ -592,8 +600,8 @@ int32_t fp8moe_validate(const struct fp8moe_context* ctx, const fp8moe_moe_args*
   if (p->hidden_is_fp8) {
     FORWARD_IF_ERROR(check_tensor(ctx, FP8MOE_ARG_HIDDEN_SCALE, a->hidden_scale, &sh_a,
                                   sh_alternatives == 2 ? &sh_b : NULL, &p->hidden_scale, err));
-    if (a->quant_format == FP8MOE_QUANT_FP8_PER_TENSOR) drop_unit_last_dim(&p->hidden_scale, 0);
-    if (a->quant_format == FP8MOE_QUANT_FP8_PER_CHANNEL) drop_unit_last_dim(&p->hidden_scale, 1);
+    if (geom->act == FP8MOE_GRAN_TENSOR) drop_unit_last_dim(&p->hidden_scale, 0);
+    if (geom->act == FP8MOE_GRAN_ROW) drop_unit_last_dim(&p->hidden_scale, 1);
   }
 
   shape_spec s_scalar = spec0(), s_one = spec1(NULL, 1);
@@ -634,6 +642,8 @@ int32_t fp8moe_validate(const struct fp8moe_context* ctx, const fp8moe_moe_args*
 
   p->routing_method = a->routing_method;
   p->quant_format = a->quant_format;
+  p->geom = *geom;
+  p->requant = fp8moe_requant_of(geom, p->a2_static);
   p->activation = a->activation;
   p->gate_up_order = a->gate_up_order;
   p->routed_scaling_factor = a->routed_scaling_factor == 0.0f ? 1.0f : a->routed_scaling_factor;

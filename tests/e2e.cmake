@@ -27,3 +27,8 @@ fp8moe_add_test(NAME test_threads SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_threads
 fp8moe_add_test(NAME test_routing_math SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_routing_math.c TIMEOUT 120)
 target_include_directories(test_routing_math PRIVATE ${PROJECT_SOURCE_DIR}/src)
 target_compile_options(test_routing_math PRIVATE -ffp-contract=off)
+
+# The quantization geometry rows of the contract table (internal; contract.c compiled in).
+fp8moe_add_test(NAME test_quant_geometry SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_quant_geometry.c
+                ${PROJECT_SOURCE_DIR}/src/contract.c ${PROJECT_SOURCE_DIR}/src/tensor.c TIMEOUT 60)
+target_include_directories(test_quant_geometry PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/abi)

@@ -25,27 +25,28 @@ static float dot_fp8(const float* x, const uint8_t* w, int64_t n, const float* l
   return ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7));
 }
 
-void fp8moe_cpu_gemm(int32_t quant_format, const float* lut, const float* x, const float* xs, int64_t K,
+void fp8moe_cpu_gemm(const fp8moe_quant_geometry* g, const float* lut, const float* x, const float* xs, int64_t K,
                      const fp8moe_view* w, const fp8moe_view* ws, int32_t e, int64_t N, float* y) {
   const uint8_t* base = (const uint8_t*)w->data + (int64_t)e * w->strides[0];
   int64_t row = w->strides[1];
   int64_t se = (int64_t)e * ws->strides[0];
-  switch (quant_format) {
-    case FP8MOE_QUANT_FP8_BLOCK128: {
-      int64_t kblocks = K / FP8MOE_CPU_BLOCK;
+  switch (g->weight) {
+    case FP8MOE_GRAN_BLOCK: {
+      /* Activation groups and weight blocks share the K step (validation pairs them: act_k == w_k). */
+      int64_t kblocks = K / g->w_k;
       for (int64_t n = 0; n < N; ++n) {
         const uint8_t* wr = base + n * row;
-        int64_t srow = se + (n / FP8MOE_CPU_BLOCK) * ws->strides[1];
+        int64_t srow = se + (n / g->w_n) * ws->strides[1];
         float acc = 0.0f;
         for (int64_t kb = 0; kb < kblocks; ++kb) {
-          float d = dot_fp8(x + kb * FP8MOE_CPU_BLOCK, wr + kb * FP8MOE_CPU_BLOCK, FP8MOE_CPU_BLOCK, lut);
+          float d = dot_fp8(x + kb * g->w_k, wr + kb * g->w_k, g->w_k, lut);
           acc += d * xs[kb] * fp8moe_view_read_f32(ws, srow + kb * ws->strides[2]);
         }
         y[n] = acc;
       }
       return;
     }
-    case FP8MOE_QUANT_FP8_PER_CHANNEL:
+    case FP8MOE_GRAN_ROW:
       for (int64_t n = 0; n < N; ++n)
         y[n] = dot_fp8(x, base + n * row, K, lut) * xs[0] * fp8moe_view_read_f32(ws, se + n * ws->strides[1]);
       return;

@@ -15,7 +15,6 @@
 
 #define FP8MOE_CPU_ALIGN 64
 #define FP8MOE_CPU_MAX_THREADS 1024
-#define FP8MOE_CPU_BLOCK 128 /* BLOCK128 group width along K */
 
 typedef struct fp8moe_cpu_impl {
   fp8moe_pool* pool;
@@ -35,7 +34,7 @@ typedef struct fp8moe_cpu_layout {
   size_t scratch;      /* num_threads slices of scratch_stride bytes */
   size_t scratch_stride;
   size_t total;
-  int64_t xscale_per_token; /* H/128 (BLOCK128), 1 (PER_CHANNEL), 0 (PER_TENSOR: one scale at xscale) */
+  int64_t xscale_per_token; /* H/act_k (BLOCK), 1 (ROW), 0 (TENSOR: one scale at xscale) */
   int32_t two_phase;        /* GEMM2 needs the amax of all local intermediates first */
   /* offsets inside one thread's scratch slice */
   size_t s_logit, s_key, s_aux, s_group, s_valid; /* routing: E fp32 ×4, E int32 (K ≤ E) */
@@ -44,7 +43,7 @@ typedef struct fp8moe_cpu_layout {
   size_t s_h;      /* fp32 [2I]: GEMM1 output */
   size_t s_act;    /* fp32 [I]: activation (single-phase formats) */
   size_t s_aq;     /* e4m3 [I] */
-  size_t s_ascale; /* fp32 [max(I/128,1)] */
+  size_t s_ascale; /* fp32 [max(I/act_k,1)] */
   size_t s_af;     /* fp32 [I]: decoded a_q */
   size_t s_y;      /* fp32 [H]: GEMM2 output */
   size_t s_acc;    /* fp32 [H]: combine accumulator */
@@ -86,9 +85,9 @@ void fp8moe_cpu_route_token(const fp8moe_problem* p, int64_t t, fp8moe_cpu_scrat
 float fp8moe_cpu_amax(const float* x, int64_t n);
 /* max(amax / 448, FLT_MIN): the dynamic scale of a group. */
 float fp8moe_cpu_dynamic_scale(float amax);
-/* Quantizes one row of n values per quant format: PER_TENSOR with the given scale (scales[0] = it);
- * BLOCK128 one dynamic scale per 128 values; PER_CHANNEL one dynamic scale for the row. */
-void fp8moe_cpu_quant_row(int32_t quant_format, const float* x, int64_t n, float tensor_scale, uint8_t* q,
+/* Quantizes one row of n values per the activation geometry: TENSOR with the given scale (scales[0] = it);
+ * BLOCK one dynamic scale per act_k values; ROW one dynamic scale for the row. */
+void fp8moe_cpu_quant_row(const fp8moe_quant_geometry* g, const float* x, int64_t n, float tensor_scale, uint8_t* q,
                           float* scales);
 /* Reads n elements of a bf16/fp16/fp32 (or e4m3) view starting at element offset off, step stride. */
 void fp8moe_cpu_read_row(const fp8moe_view* v, int64_t off, int64_t stride, int64_t n, float* dst);
@@ -96,10 +95,10 @@ void fp8moe_cpu_read_row(const fp8moe_view* v, int64_t off, int64_t stride, int6
 void fp8moe_cpu_write_row(const fp8moe_view* out, int64_t off, int64_t stride, int64_t n, const float* src);
 
 /* ---- expert FFN (cpu_expert.c) ---- */
-/* y[n] = dequantized Σ_k x[k]·W[e,n,k] for n in [0,N) per the quant format's formula, where x holds fp8
- * values (decoded, unscaled) of length K and xs their scales (1, K/128 or 1 entries). W is the e4m3 view
- * [E_l,N,K] with scales ws per format; e is the local expert. */
-void fp8moe_cpu_gemm(int32_t quant_format, const float* lut, const float* x, const float* xs, int64_t K,
+/* y[n] = dequantized Σ_k x[k]·W[e,n,k] for n in [0,N) per the format's geometry, where x holds fp8
+ * values (decoded, unscaled) of length K and xs their scales (1, K/act_k or 1 entries). W is the e4m3 view
+ * [E_l,N,K] with scales ws per the weight geometry; e is the local expert. */
+void fp8moe_cpu_gemm(const fp8moe_quant_geometry* g, const float* lut, const float* x, const float* xs, int64_t K,
                      const fp8moe_view* w, const fp8moe_view* ws, int32_t e, int64_t N, float* y);
 /* a[i] = act(gate[i]) · up[i] for i in [0,I), gate/up halves of h per gate_up_order. */
 void fp8moe_cpu_activate(int32_t activation, int32_t gate_up_order, const float* h, int64_t I, float* a);

@@ -17,20 +17,11 @@ static size_t take(size_t* cursor, size_t bytes) {
 void fp8moe_cpu_layout_make(const fp8moe_problem* p, int32_t num_threads, fp8moe_cpu_layout* l) {
   size_t T = (size_t)p->T, K = (size_t)p->K, H = (size_t)p->H, I = (size_t)p->I, E = (size_t)p->E;
   size_t nt = (size_t)(num_threads < 1 ? 1 : num_threads);
-  size_t ai = I / FP8MOE_CPU_BLOCK > 0 ? I / FP8MOE_CPU_BLOCK : 1;
+  const int64_t act_scales = fp8moe_act_scales_per_row(&p->geom, p->I);
+  size_t ai = act_scales > 0 ? (size_t)act_scales : 1;
 
-  switch (p->quant_format) {
-    case FP8MOE_QUANT_FP8_BLOCK128:
-      l->xscale_per_token = p->H / FP8MOE_CPU_BLOCK;
-      break;
-    case FP8MOE_QUANT_FP8_PER_CHANNEL:
-      l->xscale_per_token = 1;
-      break;
-    default:
-      l->xscale_per_token = 0;
-      break;
-  }
-  l->two_phase = p->quant_format == FP8MOE_QUANT_FP8_PER_TENSOR && !p->a2_static;
+  l->xscale_per_token = fp8moe_act_scales_per_row(&p->geom, p->H);
+  l->two_phase = p->requant == FP8MOE_REQUANT_TENSOR;
 
   size_t cursor = 0;
   l->ids = take(&cursor, T * K * sizeof(int32_t));

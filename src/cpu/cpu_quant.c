@@ -25,18 +25,18 @@ static void quant_group(const float* x, int64_t n, float s, uint8_t* q) {
   for (int64_t i = 0; i < n; ++i) q[i] = fp8moe_f32_to_e4m3(x[i] / s);
 }
 
-void fp8moe_cpu_quant_row(int32_t quant_format, const float* x, int64_t n, float tensor_scale, uint8_t* q,
+void fp8moe_cpu_quant_row(const fp8moe_quant_geometry* g, const float* x, int64_t n, float tensor_scale, uint8_t* q,
                           float* scales) {
-  switch (quant_format) {
-    case FP8MOE_QUANT_FP8_BLOCK128:
-      for (int64_t b = 0; b * FP8MOE_CPU_BLOCK < n; ++b) {
-        const float* xb = x + b * FP8MOE_CPU_BLOCK;
-        int64_t len = n - b * FP8MOE_CPU_BLOCK < FP8MOE_CPU_BLOCK ? n - b * FP8MOE_CPU_BLOCK : FP8MOE_CPU_BLOCK;
+  switch (g->act) {
+    case FP8MOE_GRAN_BLOCK:
+      for (int64_t b = 0; b * g->act_k < n; ++b) {
+        const float* xb = x + b * g->act_k;
+        int64_t len = n - b * g->act_k < g->act_k ? n - b * g->act_k : g->act_k;
         scales[b] = fp8moe_cpu_dynamic_scale(fp8moe_cpu_amax(xb, len));
-        quant_group(xb, len, scales[b], q + b * FP8MOE_CPU_BLOCK);
+        quant_group(xb, len, scales[b], q + b * g->act_k);
       }
       break;
-    case FP8MOE_QUANT_FP8_PER_CHANNEL:
+    case FP8MOE_GRAN_ROW:
       scales[0] = fp8moe_cpu_dynamic_scale(fp8moe_cpu_amax(x, n));
       quant_group(x, n, scales[0], q);
       break;

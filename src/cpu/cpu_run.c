@@ -97,7 +97,7 @@ static void phase_input_quant(void* arg, int32_t ti, int32_t nt) {
     }
     float unused_scale;
     load_input(r, t, s.xf);
-    fp8moe_cpu_quant_row(p->quant_format, s.xf, p->H, r->a1, q, per ? r->xs + t * per : &unused_scale);
+    fp8moe_cpu_quant_row(&p->geom, s.xf, p->H, r->a1, q, per ? r->xs + t * per : &unused_scale);
   }
 }
 
@@ -106,7 +106,7 @@ static void slot_first_half(const cpu_run* r, fp8moe_cpu_scratch* s, int64_t t, 
                             float* act) {
   const fp8moe_problem* p = r->p;
   const float* xs = r->l->xscale_per_token ? r->xs + t * r->l->xscale_per_token : r->xs;
-  fp8moe_cpu_gemm(p->quant_format, r->lut, s->xf, xs, p->H, &p->w13, &p->w13_scale, e, 2 * p->I, s->h);
+  fp8moe_cpu_gemm(&p->geom, r->lut, s->xf, xs, p->H, &p->w13, &p->w13_scale, e, 2 * p->I, s->h);
   if (p->weight_on_input && p->hidden_is_fp8) {
     /* (w·x)·W = w·(x·W): the host's fp8 input cannot be re-weighted before quantization. */
     float wt = r->w[t * p->K + k];
@@ -119,9 +119,9 @@ static void slot_first_half(const cpu_run* r, fp8moe_cpu_scratch* s, int64_t t, 
 static void slot_second_half(const cpu_run* r, fp8moe_cpu_scratch* s, int64_t t, int32_t k, int32_t e,
                              const float* act) {
   const fp8moe_problem* p = r->p;
-  fp8moe_cpu_quant_row(p->quant_format, act, p->I, r->a2, s->aq, s->ascale);
+  fp8moe_cpu_quant_row(&p->geom, act, p->I, r->a2, s->aq, s->ascale);
   for (int64_t i = 0; i < p->I; ++i) s->af[i] = r->lut[s->aq[i]];
-  fp8moe_cpu_gemm(p->quant_format, r->lut, s->af, s->ascale, p->I, &p->w2, &p->w2_scale, e, p->H, s->y);
+  fp8moe_cpu_gemm(&p->geom, r->lut, s->af, s->ascale, p->I, &p->w2, &p->w2_scale, e, p->H, s->y);
   float wt = p->weight_on_input ? 1.0f : r->w[t * p->K + k];
   for (int64_t n = 0; n < p->H; ++n) s->acc[n] += wt * s->y[n];
 }
@@ -231,7 +231,7 @@ int32_t fp8moe_cpu_run(fp8moe_cpu_impl* impl, const fp8moe_problem* p, fp8moe_er
       .a1 = 1.0f,
       .a2 = 1.0f,
   };
-  int per_tensor = p->quant_format == FP8MOE_QUANT_FP8_PER_TENSOR;
+  int per_tensor = p->geom.act == FP8MOE_GRAN_TENSOR;
   if (per_tensor && p->a1_static) r.a1 = fp8moe_view_read_f32(&p->a1_scale, 0);
   if (per_tensor && p->a2_static) r.a2 = fp8moe_view_read_f32(&p->a2_scale, 0);
   if (per_tensor && p->hidden_is_fp8) r.xs[0] = fp8moe_view_read_f32(&p->hidden_scale, 0);
