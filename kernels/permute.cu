@@ -35,6 +35,13 @@ __device__ __forceinline__ int32_t local_expert(const fp8moe_permute_args& a, in
   return (id >= 0 && e >= 0 && e < a.E_local) ? e : -1;
 }
 
+/* Local experts of slots first + 32u (u < kBatch), −1 past `end` or not local: independent loads. */
+__device__ __forceinline__ void load_batch(const fp8moe_permute_args& a, int32_t first, int32_t end,
+                                           int32_t (&ev)[kBatch]) {
+#pragma unroll
+  for (int u = 0; u < kBatch; ++u) ev[u] = first + 32 * u < end ? local_expert(a, first + 32 * u) : -1;
+}
+
 __global__ void __launch_bounds__(kThreads) permute_kernel(fp8moe_permute_args a) {
   __shared__ int32_t count[kMaxExperts];
   __shared__ int32_t start[kMaxExperts];
@@ -55,11 +62,7 @@ __global__ void __launch_bounds__(kThreads) permute_kernel(fp8moe_permute_args a
   if (warp < S) {
     for (int32_t base = lo_slot; base < hi_slot; base += 32 * kBatch) {
       int32_t ev[kBatch];
-#pragma unroll
-      for (int u = 0; u < kBatch; ++u) {
-        const int32_t i = base + 32 * u + lane;
-        ev[u] = i < hi_slot ? local_expert(a, i) : -1;
-      }
+      load_batch(a, base + lane, hi_slot, ev);
 #pragma unroll
       for (int u = 0; u < kBatch; ++u)
         if (ev[u] >= 0) atomicAdd(&seg[warp * E + ev[u]], 1); /* counts only: order does not matter here */
@@ -107,11 +110,7 @@ __global__ void __launch_bounds__(kThreads) permute_kernel(fp8moe_permute_args a
   if (warp < S) {
     for (int32_t base = lo_slot; base < hi_slot; base += 32 * kBatch) {
       int32_t ev[kBatch];
-#pragma unroll
-      for (int u = 0; u < kBatch; ++u) {
-        const int32_t i = base + 32 * u + lane;
-        ev[u] = i < hi_slot ? local_expert(a, i) : -1;
-      }
+      load_batch(a, base + lane, hi_slot, ev);
 #pragma unroll
       for (int u = 0; u < kBatch; ++u) {
         const int32_t i = base + 32 * u + lane, e = ev[u];
