@@ -433,14 +433,37 @@ __global__ void __cluster_dims__(kCluster, 1, 1) __launch_bounds__(kDecThreads, 
   __shared__ Smem1 sm;
   extern __shared__ uint4 ring[]; /* kRingBytes */
   cg::cluster_group cl = cg::this_cluster();
+  const int tid = threadIdx.x;
+  const int64_t clusters = gridDim.x / kCluster, first = blockIdx.x / kCluster;
+  const int kblocks = a.H / kBlockK, kb0 = warp_kb0(kblocks), kb1 = warp_kb1(kblocks);
+  /* Before waiting for the input quantization, each warp prefetches into L2 the weight lines of its first
+   * ring fill of its first item, overlapping the kernels before. The tile list is final by then when the
+   * quantization ran (it lets this grid start only after waiting for permute.cu); with an e4m3 input the
+   * predecessor is permute.cu itself and the list may be stale, so every index read here is range-checked
+   * against the workspace and the weight tensor: a stale list prefetches the wrong lines, never an address
+   * outside them. The loop below reads the list again after the wait. */
+  {
+    const int32_t tiles = *a.num_tiles;
+    if (tiles > 0 && tiles <= a.max_tiles && first < static_cast<int64_t>(tiles) * (a.I / FP8MOE_GEMM_TILE_N)) {
+      const int32_t e = a.tile_expert[first % tiles];
+      if (e >= 0 && e < a.E_local) {
+        const Geo1 pre{a, tiles, static_cast<int32_t>(cl.block_rank())};
+        const uint8_t* we = a.w + static_cast<int64_t>(e) * a.w_stride_e + static_cast<int64_t>(kb0) * kBlockK;
+        const int chunks = 2 * (kb1 - kb0) < kStages ? 2 * (kb1 - kb0) : kStages;
+        const int lines = (chunks + 1) / 2; /* 128-byte lines per weight row */
+        for (int i = tid % 32; i < 2 * kCols1 * lines; i += 32) {
+          const int row = i / lines;
+          prefetch_l2(we + static_cast<int64_t>(pre.row(row / kCols1, first) + row % kCols1) * a.w_stride_n +
+                      (i % lines) * 128);
+        }
+      }
+    }
+  }
   wait_prior(); /* x, its scales and the expert-sorted rows come from the kernels before */
   allow_next(); /* GEMM2 may start prefetching its weights as CTAs here retire */
-  const int tid = threadIdx.x;
   const int32_t tiles = *a.num_tiles;
   const Geo1 geo{a, tiles, static_cast<int32_t>(cl.block_rank())};
   const int64_t items = static_cast<int64_t>(tiles) * (a.I / FP8MOE_GEMM_TILE_N);
-  const int64_t clusters = gridDim.x / kCluster, first = blockIdx.x / kCluster;
-  const int kblocks = a.H / kBlockK, kb0 = warp_kb0(kblocks), kb1 = warp_kb1(kblocks);
   Feeder<Geo1> fd;
   fd.stride = clusters;
   fd.items = items;
