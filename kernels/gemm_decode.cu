@@ -205,6 +205,19 @@ __device__ __forceinline__ float to_f32<__nv_bfloat16>(__nv_bfloat16 v) { return
 template <>
 __device__ __forceinline__ float to_f32<__half>(__half v) { return __half2float(v); }
 
+/* Element o of a scale tensor whose dtype is known here (T), or read through its dtype (AnyLoad). */
+template <typename T>
+struct TypedLoad {
+  __device__ __forceinline__ float operator()(const fp8moe_kref& r, int64_t o) const {
+    return to_f32(static_cast<const T*>(r.data)[o]);
+  }
+};
+struct AnyLoad {
+  __device__ __forceinline__ float operator()(const fp8moe_kref& r, int64_t o) const {
+    return load_f32(r.data, r.dt, o);
+  }
+};
+
 /* Index i of the staging space: rows 0, 1 are the weight fragments' scales, rows 2..17 the tokens'; src
  * gives the tensor and element of i (false: a padding token, staged as 0). Every thread issues its loads of
  * a pass before the first store, so the item's scales cost one load latency, not one per element. */
@@ -236,14 +249,10 @@ __device__ __forceinline__ void stage_scales(BlockScales& bs, int kblocks, int32
   /* The dtype switch sits outside the loads when both tensors share it (loads behind a switch are not
    * batched). */
   const int32_t dt = dt_act == dt_w ? dt_act : FP8MOE_DT_NONE;
-  if (dt == FP8MOE_DT_F32)
-    stage_pass(bs, kblocks, [](const fp8moe_kref& r, int64_t o) { return to_f32(static_cast<const float*>(r.data)[o]); }, src);
-  else if (dt == FP8MOE_DT_BF16)
-    stage_pass(bs, kblocks, [](const fp8moe_kref& r, int64_t o) { return to_f32(static_cast<const __nv_bfloat16*>(r.data)[o]); }, src);
-  else if (dt == FP8MOE_DT_F16)
-    stage_pass(bs, kblocks, [](const fp8moe_kref& r, int64_t o) { return to_f32(static_cast<const __half*>(r.data)[o]); }, src);
-  else
-    stage_pass(bs, kblocks, [](const fp8moe_kref& r, int64_t o) { return load_f32(r.data, r.dt, o); }, src);
+  if (dt == FP8MOE_DT_F32) stage_pass(bs, kblocks, TypedLoad<float>(), src);
+  else if (dt == FP8MOE_DT_BF16) stage_pass(bs, kblocks, TypedLoad<__nv_bfloat16>(), src);
+  else if (dt == FP8MOE_DT_F16) stage_pass(bs, kblocks, TypedLoad<__half>(), src);
+  else stage_pass(bs, kblocks, AnyLoad(), src);
 }
 
 /* ------------------------------------------------------------------------------------------ the MMAs */
