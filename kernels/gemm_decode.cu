@@ -11,7 +11,7 @@
  *    of the chunk (a0/a2 = row g's words 2j/2j+1, a1/a3 = row g+8's, b0/b1 = the token's): the fragment
  *    layout with K renumbered inside the chunk. The ring runs across items: while a CTA reduces, requantizes
  *    and synchronizes its cluster for one item, the next item's first chunks are already in flight, so the
- *    bytes in flight per SM (3 CTAs × 128 threads × kStages × 64 B of weights = 96 KB) do not depend on
+ *    bytes in flight per SM (3 CTAs × 128 threads × kStages (5) × 64 B of weights = 120 KB) do not depend on
  *    registers and do not drop at item boundaries (Little's law at ~4.5 TB/s and ~1–1.5 µs loaded latency
  *    asks for 34–51 KB per SM);
  *  - split K over the 4 warps of a 128-thread CTA (contiguous ranges of 128-K blocks, so block scales are
