@@ -3,8 +3,8 @@
  * gate/up order, static scales and expert-parallel shards varied across rows), the docs/TESTING.md regression
  * cases that concern a backend (exact ties, non-finite logits and hidden states, PRECOMPUTED out-of-range
  * ids counted in device_status, T = 0, shards summing to the full layer), CUDA-graph capture + replay and
- * two streams running different problems on one context, and the kernel plan's large-M rows. Outputs are
- * poisoned before every GPU run.
+ * two streams running different problems on one context, and the kernel plan's large-M and decode rows.
+ * Outputs are poisoned before every GPU run.
  * `--quick` runs a subset (for compute-sanitizer). Skipped (77) without a usable CUDA device. */
 #include <cuda_runtime_api.h>
 #include <math.h>
@@ -254,6 +254,53 @@ static void regression_nonfinite(suite* s) {
       compare_one(s, &p, "nonfinite");
       pg_free(&p);
     }
+}
+
+/* The kernel plan's decode rows (docs/GPU.md, at most half a row per expert: 2·T·K ≤ E), which stream weights
+ * through a per-thread ring across items: every format, (a) one expert holding 12 of a tile's 16 rows (both
+ * token halves) with H = 384, so one warp of each CTA has no K share and GEMM2's warps split 2 blocks
+ * unevenly, mixed scale dtypes (the per-element staging path); (b) 16 tokens over 128 experts, more items
+ * than resident CTAs (each CTA's ring runs on into its next items), e4m3 input with f16 scales, GeGLU and
+ * up-first order. */
+static void decode_rows(suite* s) {
+  static const int32_t formats[] = {FP8MOE_QUANT_FP8_PER_TENSOR, FP8MOE_QUANT_FP8_BLOCK128,
+                                    FP8MOE_QUANT_FP8_PER_CHANNEL};
+  for (size_t f = 0; f < sizeof formats / sizeof formats[0]; ++f) {
+    if (s->quick && f != 1) continue;
+    pg_config c;
+    pg_config_init(&c, FP8MOE_ROUTING_PRECOMPUTED, formats[f], 12, 384, 256, 64, 2);
+    c.scale_dtype = TEST_BF16; /* weight scales bf16, the library's input scales fp32 */
+    c.seed = 7000 + (uint64_t)f;
+    pg_problem p;
+    if (pg_generate(&p, &c) != 0) {
+      CHECK(0, "pg_generate failed");
+      continue;
+    }
+    for (int64_t t = 0; t < c.T; ++t) { /* slot 0 of every token on expert 7, slot 1 on distinct others */
+      pg_set(p.topk_ids, c.ids_dtype, t * c.K, 7.0);
+      pg_set(p.topk_ids, c.ids_dtype, t * c.K + 1, (double)(8 + t));
+    }
+    pg_describe(&p);
+    compare_one(s, &p, "decode");
+    pg_free(&p);
+  }
+  for (size_t f = 0; f < sizeof formats / sizeof formats[0]; ++f) {
+    if (s->quick && f != 1) continue;
+    pg_config c;
+    pg_config_init(&c, FP8MOE_ROUTING_RENORMALIZE, formats[f], 16, 256, 256 + 128 * (int64_t)(f % 2), 128, 4);
+    c.hidden_dtype = TEST_E4M3;
+    c.scale_dtype = TEST_F16;
+    c.activation = f == 2 ? FP8MOE_ACTIVATION_GEGLU : FP8MOE_ACTIVATION_SWIGLU;
+    c.gate_up_order = f == 1 ? FP8MOE_GATE_UP_UP_FIRST : FP8MOE_GATE_UP_GATE_FIRST;
+    c.seed = 7100 + (uint64_t)f;
+    pg_problem p;
+    if (pg_generate(&p, &c) != 0) {
+      CHECK(0, "pg_generate failed");
+      continue;
+    }
+    compare_one(s, &p, "decode");
+    pg_free(&p);
+  }
 }
 
 /* docs/TESTING.md 11: PRECOMPUTED with an out-of-range id: the GPU skips and counts it; the CPU oracle gets the
@@ -510,6 +557,7 @@ int main(int argc, char** argv) {
     printf("context: %s, %d SMs, cc %d\n", ci.device_name, (int)ci.sm_count, (int)ci.compute_capability);
     sweep(&s);
     plan_rows(&s);
+    decode_rows(&s);
     regression_ties(&s);
     regression_nonfinite(&s);
     regression_precomputed_range(&s);

@@ -38,7 +38,7 @@ fi
 ctest_rc=$?
 log() { sed -E 's/^[0-9]+: //' "$OUT/ctest.log"; }
 echo "sweep cases compared: $(log | grep -cE '^(table|ties|nonfinite) ')"
-log | grep -E "^(oob-ids|T=0|shards|graph|streams|model) |max rel_err|CHECK|differs|never written|passed|failed|Skipped|Test +#" | tail -60
+log | grep -E "^(decode|oob-ids|T=0|shards|graph|streams|model) |max rel_err|CHECK|differs|never written|passed|failed|Skipped|Test +#" | tail -60
 echo "ctest -L gpu: rc $ctest_rc ($(( $(date +%s) - start )) s)"
 
 # The Python package's tests (python/tests; its `gpu` tests: torch reference, graph capture, torch.compile,
