@@ -3,12 +3,15 @@
  * An id outside [0,E) is skipped (internal id −1, reported id −1, weight 0) and counted in device_status
  * (docs/DESIGN.md, PRECOMPUTED); the per-slot work is precomputed_slot.cuh. Launch: one thread per (t,k), 256 per block. */
 #include "common.cuh"
+#include "pdl.cuh"
 #include "precomputed_slot.cuh"
 
 namespace fp8moe {
 namespace {
 
 __global__ void precomputed_kernel(fp8moe_precomputed_args a) {
+  wait_prior(); /* plain launch: returns at once */
+  allow_next(); /* the permutation (PDL) may be scheduled now; it waits for this grid before reading ids */
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const int64_t total = static_cast<int64_t>(a.T) * a.K;
   if (i >= total) return;

@@ -8,6 +8,7 @@
  * Launch: one warp per token, 4 warps per block, experts in registers (E ≤ 2048, K ≤ 32, n_group ≤ 32);
  * E floats of shared memory per warp only for DeepSeek-V3 group limiting. */
 #include "common.cuh"
+#include "pdl.cuh"
 #include "routing_token.cuh"
 
 namespace fp8moe {
@@ -18,6 +19,8 @@ constexpr int kWarpsPerBlock = 4;
 template <int PL>
 __global__ void __launch_bounds__(kWarpsPerBlock * 32) routing_kernel(fp8moe_routing_args a) {
   extern __shared__ float gkey[];
+  wait_prior(); /* plain launch: returns at once */
+  allow_next(); /* the permutation (PDL) may be scheduled now; it waits for this grid before reading ids */
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int64_t t = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + warp;
   if (t >= a.T) return;
