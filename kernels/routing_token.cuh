@@ -180,16 +180,17 @@ __device__ __forceinline__ bool route_token(const fp8moe_routing_args& a, int64_
     denom = warp_sum(part);
 #pragma unroll
     for (int j = 0; j < PL; ++j) key[j] = selectable[j] ? key[j] / denom : -INFINITY;
-  } else if (method == FP8MOE_ROUTING_SIGMOID || method == FP8MOE_ROUTING_SIGMOID_RENORM) {
-#pragma unroll
-    for (int j = 0; j < PL; ++j) key[j] = selectable[j] ? fp8moe_rm_sigmoid(logit[j]) : -INFINITY;
-  } else if (method == FP8MOE_ROUTING_DEEPSEEK_V3) {
+  } else if (method == FP8MOE_ROUTING_SIGMOID || method == FP8MOE_ROUTING_SIGMOID_RENORM ||
+             method == FP8MOE_ROUTING_DEEPSEEK_V3) {
+    /* One site for both (code size: every unrolled sigmoid is ~40 instructions): a sigmoid is never −0 or
+     * NaN, so "+ 0" leaves it unchanged and the NaN test only ever fires for DeepSeek-V3's bias. */
 #pragma unroll
     for (int j = 0; j < PL; ++j) {
       const float k2 = fp8moe_rm_sigmoid(logit[j]) + (with_bias ? key[j] : 0.0f);
       key[j] = selectable[j] ? (isnan(k2) ? -INFINITY : k2) : -INFINITY;
     }
-    if (a.n_group > 1 && a.topk_group < a.n_group) limit_groups<PL>(a, lane, key, gkey);
+    if (method == FP8MOE_ROUTING_DEEPSEEK_V3 && a.n_group > 1 && a.topk_group < a.n_group)
+      limit_groups<PL>(a, lane, key, gkey);
   } else {
 #pragma unroll
     for (int j = 0; j < PL; ++j) key[j] = selectable[j] ? logit[j] : -INFINITY; /* raw logits */

@@ -31,6 +31,7 @@ typedef struct suite {
   fp8moe_context* fused;    /* the plan's choice */
   fp8moe_context* separate; /* FP8MOE_CUDA_GEMM_FALLBACK=p */
   int checks, fused_cases;
+  int32_t cc; /* the device's compute capability (the layout's tile height depends on it) */
 } suite;
 
 /* The workspace slices the prologue writes, read back after a run. */
@@ -84,7 +85,7 @@ static int run_on(suite* s, fp8moe_context* ctx, pg_problem* p, run_outputs* out
     CHECK(st == FP8MOE_STATUS_OK, "GPU run failed: status %d", (int)st);
     if (st == FP8MOE_STATUS_OK && gpu_fetch(&g) == 0) {
       const fp8moe_problem lp = layout_problem(&p->cfg);
-      fp8moe_cuda_layout_make(&lp, 90, &w->l);
+      fp8moe_cuda_layout_make(&lp, s->cc, &w->l);
       const size_t TK = (size_t)(lp.T * lp.K), rows = (size_t)w->l.rows, tiles = (size_t)w->l.max_tiles;
       const char* ws = (const char*)g.workspace;
       w->ids = calloc(TK + 1, 4);
@@ -368,8 +369,14 @@ int main(void) {
   unsetenv("FP8MOE_CUDA_GEMM_FALLBACK");
   ++s.checks;
   CHECK(st == FP8MOE_STATUS_OK, "context_create (separate launches): status %d", (int)st);
-  if (s.cpu && s.fused && s.separate) {
-    printf("device: %s\n", bi.device_name);
+  fp8moe_context_info ci;
+  memset(&ci, 0, sizeof ci);
+  ci.struct_size = sizeof ci;
+  if (s.fused && s.tp.api->context_info(s.fused, &ci) == FP8MOE_STATUS_OK) s.cc = ci.compute_capability;
+  ++s.checks;
+  CHECK(s.cc >= 90, "context_info: compute capability %d", (int)s.cc);
+  if (s.cpu && s.fused && s.separate && s.cc >= 90) {
+    printf("device: %s, cc %d\n", bi.device_name, (int)s.cc);
     every_method(&s);
     ties_and_nonfinite(&s);
     expert_parallel(&s);
