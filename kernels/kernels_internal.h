@@ -101,19 +101,21 @@ int fp8moe_launch_quantize_input(const fp8moe_quantize_input_args* a, cudaStream
 
 /* ---- prologue.cu: small T in one launch — routing (or PRECOMPUTED intake), the expert-sorted slot list
  * (permute.cu's outputs, rows of one expert in ascending slot order) and the input quantization, plus the
- * zeroing the host would otherwise do with memsets. Block 0 routes every token and builds the slot list in
- * shared memory; blocks 1..T quantize one token each (DYN_TENSOR: only its amax; the encoding pass follows
+ * zeroing the host would otherwise do with memsets. A cluster of FP8MOE_PROLOGUE_ROUTE_BLOCKS blocks routes
+ * the tokens into block 0's shared memory, where block 0 builds the slot list; the blocks after the cluster
+ * quantize one token each (DYN_TENSOR: only its amax; the encoding pass follows
  * as quantize_input.cu with amax_done). Launched in ordinary stream order (no PDL): it overwrites workspace
  * the previous run's kernels read. Limits: T ≤ FP8MOE_PROLOGUE_MAX_TOKENS, T·K ≤ FP8MOE_PROLOGUE_MAX_ROWS,
  * E ≤ FP8MOE_PROLOGUE_MAX_EXPERTS; the host's rule is src/cuda/cuda_plan.c. ---- */
 #define FP8MOE_PROLOGUE_THREADS 1024
-#define FP8MOE_PROLOGUE_MAX_TOKENS 64          /* two tokens per warp of block 0 */
+#define FP8MOE_PROLOGUE_ROUTE_BLOCKS 8         /* the routing cluster (portable cluster size) */
+#define FP8MOE_PROLOGUE_MAX_TOKENS 64          /* one token per warp of the routing cluster's first 8 warps */
 #define FP8MOE_PROLOGUE_MAX_ROWS 512           /* one warp fills the slot list, 32 slots per step */
 #define FP8MOE_PROLOGUE_MAX_EXPERTS 256        /* 8 experts per lane: 1024 threads' 64 registers hold no more
                                                   without spills (ptxas -v); group keys 32 warps × E floats = 32 KB */
 typedef struct fp8moe_prologue_args {
   int32_t precomputed;             /* 1: pre, else r */
-  int32_t quantize;                /* 1: q (blocks 1..T), 0: the hidden states are e4m3 already */
+  int32_t quantize;                /* 1: q (one block per token), 0: the hidden states are e4m3 already */
   fp8moe_routing_args r;
   fp8moe_precomputed_args pre;     /* device_status is stored (the count), not added to */
   fp8moe_permute_args perm;        /* ids = r.ids / pre.ids */

@@ -6,19 +6,25 @@
  * otherwise enqueue as memsets. At decode each of those was a launch of a few µs that did well under a µs of
  * work (docs/PERFORMANCE.md, stage breakdown).
  *
- * Block 0 (1024 threads): warp w routes tokens w, w+32 (T ≤ 64), the ids stay in shared memory, the counts
- * are shared-memory atomics (order-free), warp 0 scans the padded tile counts and then fills the slot list
- * 32 slots per step in slot order (__match_any_sync ranks equal experts within a step), so the order inside
- * an expert is the slot order without a sort. Blocks 1..T quantize token b−1 each; where the weight applies
- * to the input (K = 1) the block first computes its token's routing weight itself (the same code, so the
- * same bits as block 0's), which keeps the blocks independent: no grid-wide synchronization, except that
- * DYN_TENSOR's scale needs every token's amax, so those blocks only add their amax and the encoding pass
- * runs as the next launch (quantize_input.cu, amax_done).
+ * Blocks 0..7 form one cluster (1024 threads each) that routes: warp w of block r routes token r + 8w
+ * (T ≤ 64: one token per warp, so routing costs one token's latency, not T/32 of them; one block alone would
+ * issue ~1,100 warp instructions per DeepSeek-V3 token, ~9 µs for 64 tokens on one SM) and stores the ids into
+ * block 0's shared memory (distributed shared memory; a cluster barrier publishes them). Block 0 counts
+ * them with shared-memory atomics (order-free), warp 0 scans the padded tile counts and then fills the slot
+ * list 32 slots per step in slot order (__match_any_sync ranks equal experts within a step), so the order
+ * inside an expert is the slot order without a sort. Blocks 8..8+T−1 quantize token b−8 each (the grid is
+ * rounded up to whole clusters); where the weight applies to the input (K = 1) the block first computes its
+ * token's routing weight itself (the same code, so the same bits as the routing blocks'), which keeps the
+ * quantizing blocks independent: no grid-wide synchronization, except that DYN_TENSOR's scale needs every
+ * token's amax, so those blocks only add their amax and the encoding pass runs as the next launch
+ * (quantize_input.cu, amax_done).
  *
  * Ordering: launched in plain stream order, because it overwrites workspace (ids, slot lists, scalar words)
  * that the previous run's kernels may still read; its own allow_next() lets the next (PDL) kernel be
  * scheduled early, and that kernel reads anything written here only after griddepcontrol.wait, i.e. after
  * this whole grid has completed — the zeroed words included. */
+#include <cooperative_groups.h>
+
 #include "common.cuh"
 #include "pdl.cuh"
 #include "precomputed_slot.cuh"
@@ -28,9 +34,21 @@
 namespace fp8moe {
 namespace {
 
+namespace cg = cooperative_groups;
+
 constexpr int kThreads = FP8MOE_PROLOGUE_THREADS;
 constexpr int kWarps = kThreads / 32;
-static_assert(FP8MOE_PROLOGUE_MAX_TOKENS <= 2 * kWarps, "block 0 routes at most two tokens per warp");
+constexpr int kRouteBlocks = FP8MOE_PROLOGUE_ROUTE_BLOCKS; /* one cluster routes; also the cluster size */
+static_assert(FP8MOE_PROLOGUE_MAX_TOKENS <= kRouteBlocks * kWarps, "a routing warp routes one token at most");
+
+/* The cluster barrier in two halves: a thread's arrival (no ordering) and its wait for every thread of the
+ * cluster. A block may touch another block's shared memory only once that block has started (the CUDA
+ * programming guide's rule for distributed shared memory): arrive at the start, wait before the first
+ * remote store. */
+__device__ __forceinline__ void cluster_arrive_relaxed() {
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.aligned;\n" ::: "memory"); }
 
 __host__ __device__ __forceinline__ bool is_grouped(const fp8moe_routing_args& r) {
   return r.method == FP8MOE_ROUTING_DEEPSEEK_V3 && r.n_group > 1 && r.topk_group < r.n_group;
@@ -96,7 +114,7 @@ __device__ void build_slot_list(const fp8moe_permute_args& p, const int32_t* ids
 }
 
 template <int PL>
-__global__ void __launch_bounds__(kThreads) prologue_kernel(fp8moe_prologue_args a) {
+__global__ void __cluster_dims__(kRouteBlocks, 1, 1) __launch_bounds__(kThreads, 1) prologue_kernel(fp8moe_prologue_args a) {
   extern __shared__ int32_t smem[];
   __shared__ int32_t skipped;
   __shared__ float token_wt;
@@ -109,21 +127,28 @@ __global__ void __launch_bounds__(kThreads) prologue_kernel(fp8moe_prologue_args
   int32_t* start = count + n_local;       /* [E_local] */
   float* gkey = reinterpret_cast<float*>(start + n_local); /* [kWarps × E] when groups are limited */
 
+  const bool quant_block = blockIdx.x >= kRouteBlocks;
+  const int32_t qt = static_cast<int32_t>(blockIdx.x) - kRouteBlocks; /* a quantizing block's token */
+  const int32_t T = a.precomputed ? a.pre.T : a.r.T;
+  if (!quant_block) cluster_arrive_relaxed();
   if (a.zero_rows)
     for (int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + tid; i < a.n_zero_rows;
          i += static_cast<int64_t>(gridDim.x) * kThreads)
       a.zero_rows[i] = 0u;
-
-  const bool quant_block = blockIdx.x > 0;
-  const int64_t qt = static_cast<int64_t>(blockIdx.x) - 1; /* a quantizing block's token */
-  if (!quant_block) {
+  if (quant_block && qt >= T) return; /* the grid is rounded up to whole clusters */
+  cg::cluster_group cluster = cg::this_cluster();
+  const int rank = quant_block ? 0 : static_cast<int>(cluster.block_rank());
+  /* block 0's shared ids, where every routing block writes its tokens' experts (distributed shared memory) */
+  int32_t* ids0 = quant_block ? ids : cluster.map_shared_rank(ids, 0);
+  if (!quant_block && rank == 0) {
     if (a.zero_words && tid < a.n_zero_words) a.zero_words[tid] = 0u;
     if (tid == 0) skipped = 0;
     for (int e = tid; e < n_local; e += kThreads) count[e] = 0;
   }
   __syncthreads();
+  if (!quant_block) cluster_wait(); /* every routing block has started: block 0's ids may be written */
   if (a.precomputed) {
-    if (!quant_block) {
+    if (!quant_block && rank == 0) {
       for (int32_t i = tid; i < TK; i += kThreads) {
         const int32_t t = i / a.pre.K, k = i % a.pre.K;
         int32_t e;
@@ -137,25 +162,26 @@ __global__ void __launch_bounds__(kThreads) prologue_kernel(fp8moe_prologue_args
       precomputed_slot(a.pre, qt, 0, &e, &token_wt);
     }
   } else {
-    /* Block 0: warp w routes tokens w, w + 32. A quantizing block whose token weight applies to the input:
-     * warp 0 routes its token (one call site, so one inlined copy of the routing code). */
-    const int64_t first = quant_block ? qt : warp;
-    const int64_t last = quant_block ? (a.q.token_weight && warp == 0 ? qt + 1 : 0) : a.r.T;
-    for (int64_t t = first; t < last; t += kWarps) {
+    /* Routing blocks: warp w of block r routes tokens r + 8w (+ 256). A quantizing block whose token weight
+     * applies to the input: warp 0 routes its token (one call site, so one inlined copy of the routing code). */
+    const int32_t first = quant_block ? qt : rank + kRouteBlocks * warp;
+    const int32_t last = quant_block ? (a.q.token_weight && warp == 0 ? qt + 1 : 0) : a.r.T;
+    const int32_t step = quant_block ? 1 : kRouteBlocks * kWarps;
+    for (int32_t t = first; t < last; t += step) {
       int32_t e;
       float w;
       if (route_token<PL>(a.r, t, gkey + warp * a.r.E, &e, &w)) {
         if (!quant_block) {
           store_route(a.r, t, lane, e, w);
-          ids[t * a.r.K + lane] = e;
+          ids0[t * a.r.K + lane] = e;
         } else if (lane == 0) {
           token_wt = w;
         }
       }
     }
   }
-  __syncthreads();
   if (quant_block) {
+    __syncthreads();
     const float wt = a.q.token_weight ? token_wt : 1.0f;
     if (a.q.mode == FP8MOE_ACTQ_DYN_TENSOR)
       token_amax<kThreads>(a.q, qt, wt);
@@ -163,6 +189,8 @@ __global__ void __launch_bounds__(kThreads) prologue_kernel(fp8moe_prologue_args
       quantize_token<kThreads>(a.q, qt, wt);
     return;
   }
+  cluster.sync(); /* every routing block's ids are in block 0's shared memory (release/acquire) */
+  if (rank != 0) return;
   if (a.pre.device_status && tid == 0) *a.pre.device_status = skipped; /* 0 when routing from logits */
   build_slot_list(a.perm, ids, count, start);
 }
@@ -171,9 +199,10 @@ template <int PL>
 cudaError_t launch(const fp8moe_prologue_args& a, cudaStream_t stream) {
   const int32_t T = a.precomputed ? a.pre.T : a.r.T;
   const bool grouped = !a.precomputed && is_grouped(a.r);
+  const unsigned quant_blocks = a.quantize ? (static_cast<unsigned>(T) + kRouteBlocks - 1) / kRouteBlocks * kRouteBlocks : 0u;
   const size_t smem = (static_cast<size_t>(a.perm.TK) + 2 * static_cast<size_t>(a.perm.E_local)) * sizeof(int32_t) +
                       (grouped ? static_cast<size_t>(kWarps) * a.r.E * sizeof(float) : 0);
-  const unsigned blocks = 1u + (a.quantize ? static_cast<unsigned>(T) : 0u);
+  const unsigned blocks = kRouteBlocks + quant_blocks; /* whole clusters */
   prologue_kernel<PL><<<blocks, kThreads, smem, stream>>>(a);
   return cudaGetLastError();
 }
