@@ -127,6 +127,9 @@ typedef struct fp8moe_prologue_args {
   int64_t n_zero_rows;
 } fp8moe_prologue_args;
 int fp8moe_launch_prologue(const fp8moe_prologue_args* a, cudaStream_t stream);
+/* At context creation: *usable = 1 when the routing cluster fits the current device (else the host keeps the
+ * separate launches). Returns cudaSuccess (a failed query only clears *usable). */
+int fp8moe_prepare_prologue(int32_t* usable);
 
 /* ---- GEMM1 (kernels/gemm/gemm1_*.cu): grouped x·W13ᵀ, activation, requantization of the intermediate.
  * Two kernels take these args, chosen by the host's kernel plan (src/cuda/cuda_plan.c): mma.sync

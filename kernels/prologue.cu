@@ -225,3 +225,28 @@ extern "C" int fp8moe_launch_prologue(const fp8moe_prologue_args* a, cudaStream_
     default: return static_cast<int>(launch<8>(*a, stream));
   }
 }
+
+/* Whether the routing cluster (8 blocks of 1024 threads, the largest dynamic shared memory the rule allows)
+ * can be resident on the current device; 0 when a query fails or nothing fits (the host then keeps the
+ * separate launches; a failed query does not fail the context). At context creation only. */
+extern "C" int fp8moe_prepare_prologue(int32_t* usable) {
+  using namespace fp8moe;
+  *usable = 1;
+  void (*const k[4])(fp8moe_prologue_args) = {prologue_kernel<1>, prologue_kernel<2>, prologue_kernel<4>,
+                                              prologue_kernel<8>};
+  const size_t smem = (FP8MOE_PROLOGUE_MAX_ROWS + 2 * FP8MOE_PROLOGUE_MAX_EXPERTS) * sizeof(int32_t) +
+                      static_cast<size_t>(kWarps) * FP8MOE_PROLOGUE_MAX_EXPERTS * sizeof(float);
+  for (int i = 0; i < 4; ++i) {
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(kRouteBlocks);
+    cfg.blockDim = dim3(kThreads);
+    cfg.dynamicSmemBytes = smem;
+    int n = 0;
+    if (cudaOccupancyMaxActiveClusters(&n, k[i], &cfg) != cudaSuccess) {
+      (void)cudaGetLastError();
+      n = 0;
+    }
+    if (n < 1) *usable = 0;
+  }
+  return cudaSuccess;
+}

@@ -70,9 +70,10 @@ const fp8moe_plan_row* fp8moe_cuda_plan_pick(int32_t gemm, int32_t cc, const fp8
 
 /* The stages before GEMM1 at small T: one launch (kernels/prologue.cu: routing or PRECOMPUTED intake, the
  * expert-sorted slot list, input quantization, the zeroing of the scalar words) instead of memsets and three
- * to four launches. The rule is data (cuda_plan.c): T, routed rows T·K and experts E at most these. */
+ * to four launches. The rule is data (cuda_plan.c): T, routed rows T·K and experts E at most these; the
+ * context offers the prologue when its routing cluster fits the device (fp8moe_prepare_prologue). */
 typedef struct fp8moe_prologue_rule {
-  int32_t max_tokens;  /* block 0 routes two tokens per warp at most */
+  int32_t max_tokens;  /* the routing cluster's warps route one token each */
   int32_t max_rows;    /* T·K: one warp places the sorted slots, 32 per step */
   int32_t max_experts; /* E: experts per lane in registers */
   const char* why;
