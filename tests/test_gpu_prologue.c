@@ -144,7 +144,8 @@ static int check_sorted(const pg_config* c, const ws_copy* f, const ws_copy* sep
   for (int64_t r = 0; r < (int64_t)tiles * tm; ++r) fused_exact &= f->sorted[r] == want[r];
   for (int64_t i = 0; i < TK; ++i) {
     const int local = f->ids[i] >= off && f->ids[i] < off + El;
-    fused_exact &= local ? f->sorted[f->slot_row[i]] == i && want[f->slot_row[i]] == i : f->slot_row[i] == -1;
+    const int32_t fr = f->slot_row[i];
+    fused_exact &= local ? fr >= 0 && fr < (int32_t)tiles * tm && f->sorted[fr] == i && want[fr] == i : fr == -1;
     /* the separate launches: the slot sits in its expert's segment and slot_row points at it */
     if (local) {
       const int32_t e = f->ids[i] - off, r = sep->slot_row[i];
