@@ -131,11 +131,15 @@ static int add_point(bench* b, bench_point** slot) {
   return 0;
 }
 
-/* Index of the last routing/permutation node of the chain (its prefix is "routing + permutation alone"). */
+/* Index of the last routing/permutation node of the chain (its prefix is "routing + permutation alone"). At
+ * small T that node is the fused prologue (kernels/prologue.cu), which also quantizes the input: the prefix
+ * then includes the quantization, an upper bound of routing + permutation. */
 static int route_prefix(const bench_chain* c) {
   int last = -1;
   for (int i = 0; i < c->n; ++i)
-    if (strstr(c->name[i], "rout") || strstr(c->name[i], "permute") || strstr(c->name[i], "precomputed")) last = i;
+    if (strstr(c->name[i], "rout") || strstr(c->name[i], "permute") || strstr(c->name[i], "precomputed") ||
+        strstr(c->name[i], "prologue"))
+      last = i;
   return last;
 }
 

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cuda_plan.h"
+#include "kernels_internal.h"
 #include "plugin_host.h"
 
 /* A problem with natural-layout weights at an aligned (or misaligned) fake address; only sizes and views
@@ -145,9 +146,40 @@ static void environment_switch(void) {
   unsetenv("FP8MOE_CUDA_GEMM_FALLBACK");
 }
 
+/* The fused small-T prologue's rule (kernels/prologue.cu): T ≥ 1 within the rule's T, T·K and E, and only
+ * where the context allows it (FP8MOE_CUDA_GEMM_FALLBACK naming "p" switches it off); never past the kernel's
+ * own limits (kernels_internal.h). */
+static void prologue_rule(void) {
+  const fp8moe_prologue_rule* r = fp8moe_cuda_plan_prologue_rule();
+  EXPECT(r->max_tokens <= FP8MOE_PROLOGUE_MAX_TOKENS && r->max_rows <= FP8MOE_PROLOGUE_MAX_ROWS &&
+             r->max_experts <= FP8MOE_PROLOGUE_MAX_EXPERTS && r->max_tokens >= 1 && r->why && r->why[0],
+         "rule %d/%d/%d inside the kernel's limits", (int)r->max_tokens, (int)r->max_rows, (int)r->max_experts);
+  fp8moe_problem p = problem(1, 7168, 2048, 256, 8, 0x10000);
+  EXPECT(fp8moe_cuda_plan_prologue(&p, 1), "deepseek-v3 T=1: fused");
+  EXPECT(!fp8moe_cuda_plan_prologue(&p, 0), "context without the prologue: separate launches");
+  p.T = 0;
+  EXPECT(!fp8moe_cuda_plan_prologue(&p, 1), "T=0: nothing to launch");
+  p.T = r->max_tokens;
+  EXPECT(fp8moe_cuda_plan_prologue(&p, 1), "T at the rule's edge (%d): fused", (int)p.T);
+  p.T = r->max_tokens + 1;
+  EXPECT(!fp8moe_cuda_plan_prologue(&p, 1), "T past the rule: separate");
+  p = problem(r->max_tokens, 4096, 1024, 64, 16, 0x10000);
+  EXPECT(!fp8moe_cuda_plan_prologue(&p, 1), "T*K = %d past %d rows: separate", (int)(p.T * p.K), (int)r->max_rows);
+  p = problem(1, 7168, 2048, 384, 8, 0x10000);
+  EXPECT(!fp8moe_cuda_plan_prologue(&p, 1), "E = 384 past %d experts: separate", (int)r->max_experts);
+  unsetenv("FP8MOE_CUDA_GEMM_FALLBACK");
+  EXPECT(fp8moe_cuda_plan_context_prologue() == 1, "default: prologue allowed");
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "12", 1);
+  EXPECT(fp8moe_cuda_plan_context_prologue() == 1, "FALLBACK=12: prologue still allowed");
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "dp", 1);
+  EXPECT(fp8moe_cuda_plan_context_prologue() == 0, "FALLBACK=dp: separate launches");
+  unsetenv("FP8MOE_CUDA_GEMM_FALLBACK");
+}
+
 int main(void) {
   rows_are_consistent();
   picks();
   environment_switch();
+  prologue_rule();
   return test_finish("test_cuda_plan", test_checks_run);
 }

@@ -8,6 +8,7 @@
 #include <stddef.h>
 
 #include "gemm_decode.h"
+#include "kernels_internal.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -115,4 +116,30 @@ const fp8moe_plan_row* fp8moe_cuda_plan_pick(int32_t gemm, int32_t cc, const fp8
     if (row_matches(r, gemm, cc, regime) && r->tile_m == tile_m && (r->needs & ~offers) == 0) return r;
   }
   return NULL;
+}
+
+/* The fused prologue's bounds, from its arithmetic (kernels/prologue.cu; docs/GPU.md "Small-T prologue"):
+ * the routing cluster has 8 × 32 warps; at T ≤ 64 each routes at most one token on 8 warps per SM, so routing
+ * costs one token's latency (~1 µs at E = 256: one memory round trip, ~1,100 warp instructions) instead of
+ * T/4 tokens of issue time on one SM; block 0's warp 0 places T·K ≤ 512 slots in ≤ 16 steps of 32 (~0.05 µs
+ * each, one dependent shared-memory read-modify-write per step); E ≤ 256 keeps 8 experts per lane in the 64
+ * registers of a 1024-thread block. Past these the separate launches (one warp per token for routing, 1024
+ * threads for the permutation, a block per token for the quantization) cost about the same and scale. */
+static const fp8moe_prologue_rule k_prologue = {
+    64, 512, 256, "small T: routing, slot list and input quantization in one launch, memsets folded in"};
+_Static_assert(64 <= FP8MOE_PROLOGUE_MAX_TOKENS && 512 <= FP8MOE_PROLOGUE_MAX_ROWS &&
+                   256 <= FP8MOE_PROLOGUE_MAX_EXPERTS,
+               "the prologue rule stays inside the kernel's limits (kernels_internal.h)");
+
+const fp8moe_prologue_rule* fp8moe_cuda_plan_prologue_rule(void) { return &k_prologue; }
+
+int fp8moe_cuda_plan_context_prologue(void) {
+  const char* off = getenv("FP8MOE_CUDA_GEMM_FALLBACK");
+  return off == NULL || strchr(off, 'p') == NULL;
+}
+
+int fp8moe_cuda_plan_prologue(const fp8moe_problem* p, int context_prologue) {
+  const fp8moe_prologue_rule* r = &k_prologue;
+  return context_prologue && p->T >= 1 && p->T <= r->max_tokens &&
+         p->T * (int64_t)p->K <= r->max_rows && p->E <= r->max_experts;
 }

@@ -68,4 +68,24 @@ uint32_t fp8moe_cuda_plan_offers(const fp8moe_problem* p, uint32_t context_offer
  * the layout's. Never NULL for cc ≥ 90 (the mma.sync rows need nothing). */
 const fp8moe_plan_row* fp8moe_cuda_plan_pick(int32_t gemm, int32_t cc, const fp8moe_problem* p, uint32_t offers);
 
+/* The stages before GEMM1 at small T: one launch (kernels/prologue.cu: routing or PRECOMPUTED intake, the
+ * expert-sorted slot list, input quantization, the zeroing of the scalar words) instead of memsets and three
+ * to four launches. The rule is data (cuda_plan.c): T, routed rows T·K and experts E at most these; the
+ * context offers the prologue when its routing cluster fits the device (fp8moe_prepare_prologue). */
+typedef struct fp8moe_prologue_rule {
+  int32_t max_tokens;  /* the routing cluster's warps route one token each */
+  int32_t max_rows;    /* T·K: one warp places the sorted slots, 32 per step */
+  int32_t max_experts; /* E: experts per lane in registers */
+  const char* why;
+} fp8moe_prologue_rule;
+
+const fp8moe_prologue_rule* fp8moe_cuda_plan_prologue_rule(void);
+
+/* At context creation: 1 unless FP8MOE_CUDA_GEMM_FALLBACK names "p" (then separate routing, permutation and
+ * quantization launches at every T: the A/B switch the GPU tests compare the two paths with). */
+int fp8moe_cuda_plan_context_prologue(void);
+
+/* 1 when run takes the fused prologue: the context offers it and T ≥ 1 is within the rule. */
+int fp8moe_cuda_plan_prologue(const fp8moe_problem* p, int context_prologue);
+
 #endif /* FP8MOE_CUDA_PLAN_H */

@@ -1,5 +1,6 @@
 /* cuda_run.c — one MoE call as a sequence of kernel launches on the caller's stream (docs/GPU.md):
- * zero the scalar words → routing (or PRECOMPUTED ids) → permute → input quantization → GEMM1 with the
+ * zero the scalar words → routing (or PRECOMPUTED ids) → permute → input quantization (at small T these are
+ * one launch, kernels/prologue.cu, when the kernel plan's prologue rule says so) → GEMM1 with the
  * fused activation/requantization (→ deferred row quantization) → GEMM2 → combine. Only kernel launches
  * and cudaMemsetAsync: no host synchronization, no allocation, capturable in a CUDA graph. */
 #include <cuda_runtime_api.h>
@@ -52,107 +53,156 @@ static int32_t scale_mode(int32_t fmt) {
   return FP8MOE_SCALE_TENSOR;
 }
 
-static int32_t route(const fp8moe_problem* p, const fp8moe_cuda_layout* l, char* ws, cudaStream_t s,
-                     fp8moe_err* err) {
-  if (p->routing_method == FP8MOE_ROUTING_PRECOMPUTED) {
-    fp8moe_precomputed_args a;
-    memset(&a, 0, sizeof a);
-    a.ids_in = kref_of(&p->topk_ids);
-    a.weights_in = kref_of(&p->topk_weights);
-    a.T = (int32_t)p->T;
-    a.E = p->E;
-    a.K = p->K;
-    a.scale = p->routed_scaling_factor;
-    a.ids = (int32_t*)(ws + l->ids);
-    a.weights = (float*)(ws + l->weights);
-    a.device_status = p->device_status.dt != FP8MOE_DT_NONE ? (int32_t*)p->device_status.data : NULL;
-    a.ids_out = kout_of(&p->routing_ids_out);
-    a.weights_out = kout_of(&p->routing_weights_out);
-    return check(fp8moe_launch_precomputed(&a, s), "precomputed routing", err);
-  }
-  fp8moe_routing_args a;
-  memset(&a, 0, sizeof a);
-  a.logits = kref_of(&p->router_logits);
-  if (p->routing_bias.dt != FP8MOE_DT_NONE) a.bias = kref_of(&p->routing_bias);
-  a.T = (int32_t)p->T;
-  a.E = p->E;
-  a.K = p->K;
-  a.method = p->routing_method;
-  a.n_group = p->n_group;
-  a.topk_group = p->topk_group;
-  a.scale = p->routed_scaling_factor;
-  a.ids = (int32_t*)(ws + l->ids);
-  a.weights = (float*)(ws + l->weights);
-  a.ids_out = kout_of(&p->routing_ids_out);
-  a.weights_out = kout_of(&p->routing_weights_out);
-  return check(fp8moe_launch_routing(&a, s), "routing", err);
+static void precomputed_args_of(const fp8moe_problem* p, const fp8moe_cuda_layout* l, char* ws,
+                                fp8moe_precomputed_args* a) {
+  memset(a, 0, sizeof *a);
+  a->ids_in = kref_of(&p->topk_ids);
+  a->weights_in = kref_of(&p->topk_weights);
+  a->T = (int32_t)p->T;
+  a->E = p->E;
+  a->K = p->K;
+  a->scale = p->routed_scaling_factor;
+  a->ids = (int32_t*)(ws + l->ids);
+  a->weights = (float*)(ws + l->weights);
+  a->device_status = p->device_status.dt != FP8MOE_DT_NONE ? (int32_t*)p->device_status.data : NULL;
+  a->ids_out = kout_of(&p->routing_ids_out);
+  a->weights_out = kout_of(&p->routing_weights_out);
 }
 
-static int32_t permute(const fp8moe_problem* p, const fp8moe_cuda_layout* l, char* ws, cudaStream_t s,
-                       fp8moe_err* err) {
-  fp8moe_permute_args a;
-  memset(&a, 0, sizeof a);
-  a.ids = (const int32_t*)(ws + l->ids);
-  a.TK = (int32_t)(p->T * p->K);
-  a.local_offset = p->local_offset;
-  a.E_local = p->E_local;
-  a.max_tiles = (int32_t)l->max_tiles;
-  a.tile_m = l->tile_m;
-  a.sorted_slots = (int32_t*)(ws + l->sorted_slots);
-  a.slot_row = (int32_t*)(ws + l->slot_row);
-  a.tile_expert = (int32_t*)(ws + l->tile_expert);
-  a.num_tiles = (int32_t*)(ws + l->scalars) + FP8MOE_CUDA_S_NUM_TILES;
-  return check(fp8moe_launch_permute(&a, s), "permutation", err);
+static void routing_args_of(const fp8moe_problem* p, const fp8moe_cuda_layout* l, char* ws, fp8moe_routing_args* a) {
+  memset(a, 0, sizeof *a);
+  a->logits = kref_of(&p->router_logits);
+  if (p->routing_bias.dt != FP8MOE_DT_NONE) a->bias = kref_of(&p->routing_bias);
+  a->T = (int32_t)p->T;
+  a->E = p->E;
+  a->K = p->K;
+  a->method = p->routing_method;
+  a->n_group = p->n_group;
+  a->topk_group = p->topk_group;
+  a->scale = p->routed_scaling_factor;
+  a->ids = (int32_t*)(ws + l->ids);
+  a->weights = (float*)(ws + l->weights);
+  a->ids_out = kout_of(&p->routing_ids_out);
+  a->weights_out = kout_of(&p->routing_weights_out);
 }
 
-/* Quantizes the input when it is not already e4m3; fills where GEMM1 reads x and its scales. */
-static int32_t quantize_input(const fp8moe_problem* p, const fp8moe_cuda_layout* l, char* ws, cudaStream_t s,
-                              fp8moe_gemm1_args* g, fp8moe_err* err) {
+static void permute_args_of(const fp8moe_problem* p, const fp8moe_cuda_layout* l, char* ws, fp8moe_permute_args* a) {
+  memset(a, 0, sizeof *a);
+  a->ids = (const int32_t*)(ws + l->ids);
+  a->TK = (int32_t)(p->T * p->K);
+  a->local_offset = p->local_offset;
+  a->E_local = p->E_local;
+  a->max_tiles = (int32_t)l->max_tiles;
+  a->tile_m = l->tile_m;
+  a->sorted_slots = (int32_t*)(ws + l->sorted_slots);
+  a->slot_row = (int32_t*)(ws + l->slot_row);
+  a->tile_expert = (int32_t*)(ws + l->tile_expert);
+  a->num_tiles = (int32_t*)(ws + l->scalars) + FP8MOE_CUDA_S_NUM_TILES;
+}
+
+/* Where GEMM1 reads x and its scales; returns 1 and fills *a when the input needs quantizing (not e4m3). */
+static int quantize_args_of(const fp8moe_problem* p, const fp8moe_cuda_layout* l, char* ws, fp8moe_gemm1_args* g,
+                            fp8moe_quantize_input_args* a) {
   uint32_t* words = (uint32_t*)(ws + l->scalars);
+  memset(a, 0, sizeof *a);
   if (p->hidden_is_fp8) {
     g->x = (const uint8_t*)p->hidden_states.data;
     g->x_stride = p->hidden_states.strides[0];
     g->x_scale = kref_of(&p->hidden_scale);
     if (p->quant_format != FP8MOE_QUANT_FP8_BLOCK128) g->x_scale.s[1] = 0; /* [T,1] reads column 0 */
     if (p->quant_format == FP8MOE_QUANT_FP8_PER_TENSOR) g->x_scale.s[0] = 0;
-    return FP8MOE_STATUS_OK;
+    return 0;
   }
-  fp8moe_quantize_input_args a;
-  memset(&a, 0, sizeof a);
-  a.hidden = kref_of(&p->hidden_states);
-  a.T = (int32_t)p->T;
-  a.H = (int32_t)p->H;
-  a.K = p->K;
-  a.token_weight = p->weight_on_input ? (const float*)(ws + l->weights) : NULL;
-  a.amax = words + FP8MOE_CUDA_S_X_AMAX;
-  a.xq = (uint8_t*)(ws + l->xq);
-  g->x = a.xq;
+  a->hidden = kref_of(&p->hidden_states);
+  a->T = (int32_t)p->T;
+  a->H = (int32_t)p->H;
+  a->K = p->K;
+  a->token_weight = p->weight_on_input ? (const float*)(ws + l->weights) : NULL;
+  a->amax = words + FP8MOE_CUDA_S_X_AMAX;
+  a->xq = (uint8_t*)(ws + l->xq);
+  g->x = a->xq;
   g->x_stride = p->H;
   switch (p->quant_format) {
     case FP8MOE_QUANT_FP8_BLOCK128:
-      a.mode = FP8MOE_ACTQ_GROUP128;
-      a.xs = (float*)(ws + l->xs);
-      g->x_scale = kref_f32(a.xs, p->H / 128, 1);
+      a->mode = FP8MOE_ACTQ_GROUP128;
+      a->xs = (float*)(ws + l->xs);
+      g->x_scale = kref_f32(a->xs, p->H / 128, 1);
       break;
     case FP8MOE_QUANT_FP8_PER_CHANNEL:
-      a.mode = FP8MOE_ACTQ_ROW;
-      a.xs = (float*)(ws + l->xs);
-      g->x_scale = kref_f32(a.xs, 1, 0);
+      a->mode = FP8MOE_ACTQ_ROW;
+      a->xs = (float*)(ws + l->xs);
+      g->x_scale = kref_f32(a->xs, 1, 0);
       break;
     default:
       if (p->a1_static) {
-        a.mode = FP8MOE_ACTQ_STATIC;
-        a.static_scale = kref_of(&p->a1_scale);
-        a.static_scale.s[0] = 0;
-        g->x_scale = a.static_scale;
+        a->mode = FP8MOE_ACTQ_STATIC;
+        a->static_scale = kref_of(&p->a1_scale);
+        a->static_scale.s[0] = 0;
+        g->x_scale = a->static_scale;
       } else {
-        a.mode = FP8MOE_ACTQ_DYN_TENSOR;
-        a.xs = (float*)(words + FP8MOE_CUDA_S_X_SCALE);
-        g->x_scale = kref_f32(a.xs, 0, 0);
+        a->mode = FP8MOE_ACTQ_DYN_TENSOR;
+        a->xs = (float*)(words + FP8MOE_CUDA_S_X_SCALE);
+        g->x_scale = kref_f32(a->xs, 0, 0);
       }
       break;
   }
-  return check(fp8moe_launch_quantize_input(&a, s), "input quantization", err);
+  return 1;
+}
+
+/* Separate launches (any T): memsets of the scalar words, the per-row amax and device_status → routing or
+ * PRECOMPUTED intake → permutation → input quantization. */
+static int32_t stages_before_gemm1(const fp8moe_problem* p, const fp8moe_cuda_layout* l, char* ws, cudaStream_t s,
+                                   fp8moe_gemm1_args* g, fp8moe_err* err) {
+  FORWARD_IF_ERROR(check(cudaMemsetAsync(ws + l->scalars, 0, FP8MOE_CUDA_S_WORDS * 4, s), "zeroing scalars", err));
+  if (l->row_amax_bytes)
+    FORWARD_IF_ERROR(check(cudaMemsetAsync(ws + l->row_amax, 0, l->row_amax_bytes, s), "zeroing row amax", err));
+  if (p->device_status.dt != FP8MOE_DT_NONE)
+    FORWARD_IF_ERROR(check(cudaMemsetAsync(p->device_status.data, 0, sizeof(int32_t), s), "zeroing device_status",
+                           err));
+  if (p->routing_method == FP8MOE_ROUTING_PRECOMPUTED) {
+    fp8moe_precomputed_args a;
+    precomputed_args_of(p, l, ws, &a);
+    FORWARD_IF_ERROR(check(fp8moe_launch_precomputed(&a, s), "precomputed routing", err));
+  } else {
+    fp8moe_routing_args a;
+    routing_args_of(p, l, ws, &a);
+    FORWARD_IF_ERROR(check(fp8moe_launch_routing(&a, s), "routing", err));
+  }
+  fp8moe_permute_args pa;
+  permute_args_of(p, l, ws, &pa);
+  FORWARD_IF_ERROR(check(fp8moe_launch_permute(&pa, s), "permutation", err));
+  fp8moe_quantize_input_args q;
+  if (!quantize_args_of(p, l, ws, g, &q)) return FP8MOE_STATUS_OK;
+  return check(fp8moe_launch_quantize_input(&q, s), "input quantization", err);
+}
+
+/* The same stages in one launch at small T (the plan's prologue rule): the kernel zeroes the scalar words,
+ * the per-row amax and device_status itself, except that a dynamic per-tensor input scale accumulates its
+ * amax inside the launch, so then the scalar words are zeroed before it and the encoding pass follows. */
+static int32_t fused_prologue(const fp8moe_problem* p, const fp8moe_cuda_layout* l, char* ws, cudaStream_t s,
+                              fp8moe_gemm1_args* g, fp8moe_err* err) {
+  fp8moe_prologue_args a;
+  memset(&a, 0, sizeof a);
+  a.precomputed = p->routing_method == FP8MOE_ROUTING_PRECOMPUTED;
+  precomputed_args_of(p, l, ws, &a.pre); /* device_status: stored by the kernel on either routing path */
+  if (!a.precomputed) routing_args_of(p, l, ws, &a.r);
+  permute_args_of(p, l, ws, &a.perm);
+  a.quantize = quantize_args_of(p, l, ws, g, &a.q);
+  const int dyn_tensor = a.quantize && a.q.mode == FP8MOE_ACTQ_DYN_TENSOR;
+  if (dyn_tensor) {
+    FORWARD_IF_ERROR(check(cudaMemsetAsync(ws + l->scalars, 0, FP8MOE_CUDA_S_WORDS * 4, s), "zeroing scalars", err));
+  } else {
+    a.zero_words = (uint32_t*)(ws + l->scalars);
+    a.n_zero_words = FP8MOE_CUDA_S_WORDS;
+  }
+  if (l->row_amax_bytes) {
+    a.zero_rows = (uint32_t*)(ws + l->row_amax);
+    a.n_zero_rows = (int64_t)(l->row_amax_bytes / 4);
+  }
+  FORWARD_IF_ERROR(check(fp8moe_launch_prologue(&a, s), "prologue (routing, permutation, input quantization)", err));
+  if (!dyn_tensor) return FP8MOE_STATUS_OK;
+  a.q.amax_done = 1;
+  return check(fp8moe_launch_quantize_input(&a.q, s), "input quantization", err);
 }
 
 static int32_t experts(const fp8moe_cuda_impl* impl, const fp8moe_problem* p, const fp8moe_cuda_layout* l, char* ws, cudaStream_t s,
@@ -271,17 +321,12 @@ int32_t fp8moe_cuda_enqueue(const fp8moe_cuda_impl* impl, const fp8moe_problem* 
   fp8moe_cuda_layout_make(p, impl->compute_capability, &l);
   char* ws = (char*)p->workspace;
   cudaStream_t s = (cudaStream_t)p->stream;
-  FORWARD_IF_ERROR(check(cudaMemsetAsync(ws + l.scalars, 0, FP8MOE_CUDA_S_WORDS * 4, s), "zeroing scalars", err));
-  if (l.row_amax_bytes)
-    FORWARD_IF_ERROR(check(cudaMemsetAsync(ws + l.row_amax, 0, l.row_amax_bytes, s), "zeroing row amax", err));
-  if (p->device_status.dt != FP8MOE_DT_NONE)
-    FORWARD_IF_ERROR(check(cudaMemsetAsync(p->device_status.data, 0, sizeof(int32_t), s), "zeroing device_status",
-                           err));
-  FORWARD_IF_ERROR(route(p, &l, ws, s, err));
-  FORWARD_IF_ERROR(permute(p, &l, ws, s, err));
   fp8moe_gemm1_args g;
   memset(&g, 0, sizeof g);
-  FORWARD_IF_ERROR(quantize_input(p, &l, ws, s, &g, err));
+  if (fp8moe_cuda_plan_prologue(p, impl->prologue))
+    FORWARD_IF_ERROR(fused_prologue(p, &l, ws, s, &g, err));
+  else
+    FORWARD_IF_ERROR(stages_before_gemm1(p, &l, ws, s, &g, err));
   FORWARD_IF_ERROR(experts(impl, p, &l, ws, s, &g, err));
   return combine(p, &l, ws, s, err);
 }

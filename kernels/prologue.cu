@@ -1,0 +1,252 @@
+/* prologue.cu — everything before GEMM1 for small T in one launch (docs/GPU.md "Small-T prologue"):
+ * routing (routing_token.cuh) or the PRECOMPUTED intake (precomputed_slot.cuh), the expert counts, the
+ * tile-padded scan and the expert-sorted slot list (permute.cu's contract: sorted_slots, slot_row,
+ * tile_expert, num_tiles; rows of one expert in ascending slot order), and the input quantization
+ * (quantize_token.cuh), plus the zeroing of the scalar words and the per-row amax that the host would
+ * otherwise enqueue as memsets. At decode each of those was a launch of a few µs that did well under a µs of
+ * work (docs/PERFORMANCE.md, stage breakdown).
+ *
+ * Blocks 0..7 form one cluster (1024 threads each) that routes: warp w of block r routes token r + 8w
+ * (T ≤ 64: one token per warp, so routing costs one token's latency, not T/32 of them; one block alone would
+ * issue ~1,100 warp instructions per DeepSeek-V3 token, ~9 µs for 64 tokens on one SM) and stores the ids into
+ * block 0's shared memory (distributed shared memory; a cluster barrier publishes them). Block 0 counts
+ * them with shared-memory atomics (order-free), warp 0 scans the padded tile counts and then fills the slot
+ * list 32 slots per step in slot order (__match_any_sync ranks equal experts within a step), so the order
+ * inside an expert is the slot order without a sort. Blocks 8..8+T−1 quantize token b−8 each (the grid is
+ * rounded up to whole clusters); where the weight applies to the input (K = 1) the block first computes its
+ * token's routing weight itself (the same code, so the same bits as the routing blocks'), which keeps the
+ * quantizing blocks independent: no grid-wide synchronization, except that DYN_TENSOR's scale needs every
+ * token's amax, so those blocks only add their amax and the encoding pass runs as the next launch
+ * (quantize_input.cu, amax_done).
+ *
+ * Ordering: launched in plain stream order, because it overwrites workspace (ids, slot lists, scalar words)
+ * that the previous run's kernels may still read; its own allow_next() lets the next (PDL) kernel be
+ * scheduled early, and that kernel reads anything written here only after griddepcontrol.wait, i.e. after
+ * this whole grid has completed — the zeroed words included. */
+#include <cooperative_groups.h>
+
+#include "common.cuh"
+#include "pdl.cuh"
+#include "precomputed_slot.cuh"
+#include "quantize_token.cuh"
+#include "routing_token.cuh"
+
+namespace fp8moe {
+namespace {
+
+namespace cg = cooperative_groups;
+
+constexpr int kThreads = FP8MOE_PROLOGUE_THREADS;
+constexpr int kWarps = kThreads / 32;
+constexpr int kRouteBlocks = FP8MOE_PROLOGUE_ROUTE_BLOCKS; /* one cluster routes; also the cluster size */
+static_assert(FP8MOE_PROLOGUE_MAX_TOKENS <= kRouteBlocks * kWarps, "a routing warp routes one token at most");
+
+/* The cluster barrier in two halves: a thread's arrival (no ordering) and its wait for every thread of the
+ * cluster. A block may touch another block's shared memory only once that block has started (the CUDA
+ * programming guide's rule for distributed shared memory): arrive at the start, wait before the first
+ * remote store. */
+__device__ __forceinline__ void cluster_arrive_relaxed() {
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.aligned;\n" ::: "memory"); }
+
+__host__ __device__ __forceinline__ bool is_grouped(const fp8moe_routing_args& r) {
+  return r.method == FP8MOE_ROUTING_DEEPSEEK_V3 && r.n_group > 1 && r.topk_group < r.n_group;
+}
+
+/* Block 0's expert-sorted slot list from the ids in shared memory (count[] zeroed, E_local entries). */
+__device__ void build_slot_list(const fp8moe_permute_args& p, const int32_t* ids, int32_t* count, int32_t* start) {
+  const int tid = threadIdx.x, lane = tid % 32;
+  __shared__ int32_t total_tiles;
+  const int32_t tile_m = p.tile_m, off = p.local_offset, n_local = p.E_local;
+  for (int32_t i = tid; i < p.TK; i += kThreads) {
+    const int32_t e = ids[i] - off;
+    if (ids[i] >= 0 && e >= 0 && e < n_local) atomicAdd(&count[e], 1);
+  }
+  __syncthreads();
+  /* Exclusive scan of padded tile counts: warp 0, each lane a contiguous run of experts. */
+  if (tid < 32) {
+    const int per = (n_local + 31) / 32;
+    const int lo = min(tid * per, n_local), hi = min(lo + per, n_local);
+    int32_t run = 0;
+    for (int e = lo; e < hi; ++e) run += (count[e] + tile_m - 1) / tile_m;
+    int32_t incl = run;
+    for (int o = 1; o < 32; o <<= 1) {
+      const int32_t v = __shfl_up_sync(0xffffffffu, incl, o);
+      if (tid >= o) incl += v;
+    }
+    int32_t tile = incl - run;
+    for (int e = lo; e < hi; ++e) {
+      start[e] = tile * tile_m;
+      tile += (count[e] + tile_m - 1) / tile_m;
+    }
+    if (tid == 31) total_tiles = incl;
+  }
+  __syncthreads();
+  if (tid == 0) *p.num_tiles = total_tiles;
+  for (int e = tid; e < n_local; e += kThreads) {
+    const int32_t tiles = (count[e] + tile_m - 1) / tile_m;
+    const int32_t first = start[e] / tile_m;
+    for (int32_t j = 0; j < tiles; ++j) p.tile_expert[first + j] = e;
+    for (int32_t r = start[e] + count[e]; r < start[e] + tiles * tile_m; ++r) p.sorted_slots[r] = -1;
+  }
+  __syncthreads();
+  /* Warp 0 fills in slot order: start[] becomes each expert's cursor. */
+  if (tid >= 32) return;
+  for (int32_t base = 0; base < p.TK; base += 32) {
+    const int32_t i = base + lane;
+    const int32_t id = i < p.TK ? ids[i] : -1;
+    const int32_t e = id - off;
+    const bool local = id >= 0 && e >= 0 && e < n_local;
+    const uint32_t peers = __match_any_sync(0xffffffffu, local ? e : -1);
+    const int32_t rank = __popc(peers & ((1u << lane) - 1u));
+    if (local) {
+      const int32_t row = start[e] + rank;
+      p.sorted_slots[row] = i;
+      p.slot_row[i] = row;
+    } else if (i < p.TK) {
+      p.slot_row[i] = -1;
+    }
+    __syncwarp();
+    if (local && rank == 0) start[e] += __popc(peers);
+    __syncwarp();
+  }
+}
+
+template <int PL>
+__global__ void __cluster_dims__(kRouteBlocks, 1, 1) __launch_bounds__(kThreads, 1) prologue_kernel(fp8moe_prologue_args a) {
+  extern __shared__ int32_t smem[];
+  __shared__ int32_t skipped;
+  __shared__ float token_wt;
+  wait_prior(); /* plain launch: returns at once (the previous run has completed) */
+  allow_next();
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const int32_t TK = a.perm.TK, n_local = a.perm.E_local;
+  int32_t* ids = smem;                    /* [TK] */
+  int32_t* count = ids + TK;              /* [E_local] */
+  int32_t* start = count + n_local;       /* [E_local] */
+  float* gkey = reinterpret_cast<float*>(start + n_local); /* [kWarps × E] when groups are limited */
+
+  const bool quant_block = blockIdx.x >= kRouteBlocks;
+  const int32_t qt = static_cast<int32_t>(blockIdx.x) - kRouteBlocks; /* a quantizing block's token */
+  const int32_t T = a.precomputed ? a.pre.T : a.r.T;
+  if (!quant_block) cluster_arrive_relaxed();
+  if (a.zero_rows)
+    for (int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + tid; i < a.n_zero_rows;
+         i += static_cast<int64_t>(gridDim.x) * kThreads)
+      a.zero_rows[i] = 0u;
+  if (quant_block && qt >= T) return; /* the grid is rounded up to whole clusters */
+  cg::cluster_group cluster = cg::this_cluster();
+  const int rank = quant_block ? 0 : static_cast<int>(cluster.block_rank());
+  /* block 0's shared ids, where every routing block writes its tokens' experts (distributed shared memory) */
+  int32_t* ids0 = quant_block ? ids : cluster.map_shared_rank(ids, 0);
+  if (!quant_block && rank == 0) {
+    if (a.zero_words && tid < a.n_zero_words) a.zero_words[tid] = 0u;
+    if (tid == 0) skipped = 0;
+    for (int e = tid; e < n_local; e += kThreads) count[e] = 0;
+  }
+  __syncthreads();
+  if (!quant_block) cluster_wait(); /* every routing block has started: block 0's ids may be written */
+  if (a.precomputed) {
+    if (!quant_block && rank == 0) {
+      for (int32_t i = tid; i < TK; i += kThreads) {
+        const int32_t t = i / a.pre.K, k = i % a.pre.K;
+        int32_t e;
+        float w;
+        if (!precomputed_slot(a.pre, t, k, &e, &w)) atomicAdd(&skipped, 1);
+        store_precomputed(a.pre, t, k, e, w);
+        ids[i] = e;
+      }
+    } else if (a.q.token_weight && tid == 0) {
+      int32_t e;
+      precomputed_slot(a.pre, qt, 0, &e, &token_wt);
+    }
+  } else {
+    /* Routing blocks: warp w of block r routes tokens r + 8w (+ 256). A quantizing block whose token weight
+     * applies to the input: warp 0 routes its token (one call site, so one inlined copy of the routing code). */
+    const int32_t first = quant_block ? qt : rank + kRouteBlocks * warp;
+    const int32_t last = quant_block ? (a.q.token_weight && warp == 0 ? qt + 1 : 0) : a.r.T;
+    const int32_t step = quant_block ? 1 : kRouteBlocks * kWarps;
+    for (int32_t t = first; t < last; t += step) {
+      int32_t e;
+      float w;
+      if (route_token<PL>(a.r, t, gkey + warp * a.r.E, &e, &w)) {
+        if (!quant_block) {
+          store_route(a.r, t, lane, e, w);
+          ids0[t * a.r.K + lane] = e;
+        } else if (lane == 0) {
+          token_wt = w;
+        }
+      }
+    }
+  }
+  if (quant_block) {
+    __syncthreads();
+    const float wt = a.q.token_weight ? token_wt : 1.0f;
+    if (a.q.mode == FP8MOE_ACTQ_DYN_TENSOR)
+      token_amax<kThreads>(a.q, qt, wt);
+    else
+      quantize_token<kThreads>(a.q, qt, wt);
+    return;
+  }
+  cluster.sync(); /* every routing block's ids are in block 0's shared memory (release/acquire) */
+  if (rank != 0) return;
+  if (a.pre.device_status && tid == 0) *a.pre.device_status = skipped; /* 0 when routing from logits */
+  build_slot_list(a.perm, ids, count, start);
+}
+
+template <int PL>
+cudaError_t launch(const fp8moe_prologue_args& a, cudaStream_t stream) {
+  const int32_t T = a.precomputed ? a.pre.T : a.r.T;
+  const bool grouped = !a.precomputed && is_grouped(a.r);
+  const unsigned quant_blocks = a.quantize ? (static_cast<unsigned>(T) + kRouteBlocks - 1) / kRouteBlocks * kRouteBlocks : 0u;
+  const size_t smem = (static_cast<size_t>(a.perm.TK) + 2 * static_cast<size_t>(a.perm.E_local)) * sizeof(int32_t) +
+                      (grouped ? static_cast<size_t>(kWarps) * a.r.E * sizeof(float) : 0);
+  const unsigned blocks = kRouteBlocks + quant_blocks; /* whole clusters */
+  prologue_kernel<PL><<<blocks, kThreads, smem, stream>>>(a);
+  return cudaGetLastError();
+}
+
+}  // namespace
+}  // namespace fp8moe
+
+extern "C" int fp8moe_launch_prologue(const fp8moe_prologue_args* a, cudaStream_t stream) {
+  using namespace fp8moe;
+  const int32_t T = a->precomputed ? a->pre.T : a->r.T;
+  const int32_t E = a->precomputed ? a->pre.E : a->r.E;
+  if (T == 0) return cudaSuccess;
+  if (T > FP8MOE_PROLOGUE_MAX_TOKENS || a->perm.TK > FP8MOE_PROLOGUE_MAX_ROWS || E > FP8MOE_PROLOGUE_MAX_EXPERTS ||
+      a->perm.E_local > E || a->n_zero_words > kThreads)
+    return cudaErrorInvalidValue; /* the host's rule (cuda_plan.c) never asks for this */
+  switch (lane_experts(a->precomputed ? 1 : E)) {
+    case 1: return static_cast<int>(launch<1>(*a, stream));
+    case 2: return static_cast<int>(launch<2>(*a, stream));
+    case 4: return static_cast<int>(launch<4>(*a, stream));
+    default: return static_cast<int>(launch<8>(*a, stream));
+  }
+}
+
+/* Whether the routing cluster (8 blocks of 1024 threads, the largest dynamic shared memory the rule allows)
+ * can be resident on the current device; 0 when a query fails or nothing fits (the host then keeps the
+ * separate launches; a failed query does not fail the context). At context creation only. */
+extern "C" int fp8moe_prepare_prologue(int32_t* usable) {
+  using namespace fp8moe;
+  *usable = 1;
+  void (*const k[4])(fp8moe_prologue_args) = {prologue_kernel<1>, prologue_kernel<2>, prologue_kernel<4>,
+                                              prologue_kernel<8>};
+  const size_t smem = (FP8MOE_PROLOGUE_MAX_ROWS + 2 * FP8MOE_PROLOGUE_MAX_EXPERTS) * sizeof(int32_t) +
+                      static_cast<size_t>(kWarps) * FP8MOE_PROLOGUE_MAX_EXPERTS * sizeof(float);
+  for (int i = 0; i < 4; ++i) {
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(kRouteBlocks);
+    cfg.blockDim = dim3(kThreads);
+    cfg.dynamicSmemBytes = smem;
+    int n = 0;
+    if (cudaOccupancyMaxActiveClusters(&n, k[i], &cfg) != cudaSuccess) {
+      (void)cudaGetLastError();
+      n = 0;
+    }
+    if (n < 1) *usable = 0;
+  }
+  return cudaSuccess;
+}

@@ -1,0 +1,275 @@
+/* routing_token.cuh — one token's expert selection and weights by one warp (docs/DESIGN.md "Routing"), the
+ * one implementation behind routing.cu (one warp per token, any T) and prologue.cu (small T, fused with the
+ * permutation and the input quantization). Contract as routing.cu states it: fp32 arithmetic from
+ * src/routing_math.h; NaN/−Inf logits unselectable (weight 0), +Inf reads as FLT_MAX; selection by key
+ * descending, ties to the lower expert index; fillers are the lowest-index unselectable experts.
+ *
+ * Why it is shaped this way (the old kernel took 16.7 µs at T = 1 on deepseek-v3, docs/PERFORMANCE.md):
+ *   - Lane l holds experts l, l+32, … in registers (PL per lane). All logit and bias loads of the token are
+ *     issued back to back before any is used, so a cold token costs one memory round trip, not one per
+ *     32 experts per pass (the old loops re-read shared memory and global bias element by element, ~16
+ *     dependent DRAM round trips for E = 256 with a bias).
+ *   - Top-K keeps every lane's best candidate in registers; a round is two warp reductions
+ *     (redux.sync max of the order word, min of the index among the lanes holding it) and a rescan of the
+ *     winning lane's PL registers, instead of a scan of all E keys plus a 64-bit shuffle butterfly.
+ *   - The softmax denominator keeps the order routing_math.h specifies: lane l sums its experts in index
+ *     order, then warp_sum's butterfly.
+ * Shared memory: only DeepSeek-V3 group limiting uses the caller's E floats (keys by group). */
+#ifndef FP8MOE_KERNELS_ROUTING_TOKEN_CUH
+#define FP8MOE_KERNELS_ROUTING_TOKEN_CUH
+
+#include <float.h>
+
+#include "common.cuh"
+#include "routing_math.h"
+
+namespace fp8moe {
+
+constexpr uint32_t kOrderedMinusInf = 0x007FFFFFu; /* order word of −Inf; 0 marks taken (below it) */
+
+/* The order word of a key: unsigned order = float order, −0 ties +0, NaN (taken) → 0. */
+__device__ __forceinline__ uint32_t order_word(float key) {
+  if (isnan(key)) return 0u;
+  if (key == 0.0f) key = 0.0f;
+  const uint32_t b = __float_as_uint(key);
+  return (b & 0x80000000u) ? ~b : (b | 0x80000000u);
+}
+
+__device__ __forceinline__ uint32_t lanes_max(uint32_t v) { return __reduce_max_sync(0xffffffffu, v); }
+__device__ __forceinline__ uint32_t lanes_min(uint32_t v) { return __reduce_min_sync(0xffffffffu, v); }
+
+__device__ __forceinline__ bool softmax_over_all(int32_t m) {
+  return m == FP8MOE_ROUTING_DEFAULT || m == FP8MOE_ROUTING_RENORMALIZE_NAIVE;
+}
+
+/* PL consecutive-by-32 elements of a strided fp32/bf16/fp16 vector, all loads issued before any use. */
+template <int PL>
+__device__ __forceinline__ void load_lane(const fp8moe_kref& r, int64_t base, int64_t stride, int32_t n, int lane,
+                                          float (&v)[PL]) {
+  if (r.dt == FP8MOE_DT_F32) {
+    const float* p = static_cast<const float*>(r.data) + base;
+#pragma unroll
+    for (int j = 0; j < PL; ++j) {
+      const int32_t e = lane + 32 * j;
+      v[j] = e < n ? p[e * stride] : 0.0f;
+    }
+  } else if (r.dt == FP8MOE_DT_BF16) {
+    const __nv_bfloat16* p = static_cast<const __nv_bfloat16*>(r.data) + base;
+#pragma unroll
+    for (int j = 0; j < PL; ++j) {
+      const int32_t e = lane + 32 * j;
+      v[j] = e < n ? __bfloat162float(p[e * stride]) : 0.0f;
+    }
+  } else {
+    const __half* p = static_cast<const __half*>(r.data) + base;
+#pragma unroll
+    for (int j = 0; j < PL; ++j) {
+      const int32_t e = lane + 32 * j;
+      v[j] = e < n ? __half2float(p[e * stride]) : 0.0f;
+    }
+  }
+}
+
+/* The best top-2 of a group of keys (no NaN among them): merge of two partial (first, second) pairs. */
+__device__ __forceinline__ void merge_top2(float& b1, float& b2, float c1, float c2) {
+  const float lo = fminf(b1, c1);
+  b1 = fmaxf(b1, c1);
+  b2 = fmaxf(lo, fmaxf(b2, c2));
+}
+
+/* DeepSeek-V3 group limiting, exactly as the CPU backend (src/cpu/cpu_routing.c limit_groups): a group's
+ * score is the sum of its two largest keys (its key when a group has one expert); topk_group rounds pick the
+ * lowest-index unpicked group when its score is NaN, else the largest non-NaN unpicked score (ties to the
+ * lower index); keys outside the picked groups become −Inf. gkey: E floats of warp-private shared memory. */
+template <int PL>
+__device__ __forceinline__ void limit_groups(const fp8moe_routing_args& a, int lane, float (&key)[PL], float* gkey) {
+  const int32_t G = a.n_group, gs = a.E / G;
+#pragma unroll
+  for (int j = 0; j < PL; ++j)
+    if (lane + 32 * j < a.E) gkey[lane + 32 * j] = key[j];
+  __syncwarp();
+  /* sub lanes per group (a power of two), each scanning every sub-th key of its group */
+  int sub = 1;
+  while (sub * 2 * G <= 32) sub *= 2;
+  const int g = lane / sub, part = lane % sub;
+  float b1 = -INFINITY, b2 = -INFINITY;
+  if (g < G)
+    for (int32_t e = g * gs + part; e < (g + 1) * gs; e += sub) merge_top2(b1, b2, gkey[e], -INFINITY);
+  for (int o = sub / 2; o > 0; o >>= 1) {
+    const float c1 = __shfl_xor_sync(0xffffffffu, b1, o), c2 = __shfl_xor_sync(0xffffffffu, b2, o);
+    merge_top2(b1, b2, c1, c2);
+  }
+  /* lane g (< G) takes group g's score from the group's first sub lane */
+  const float mine = gs >= 2 ? b1 + b2 : b1;
+  const float score = __shfl_sync(0xffffffffu, mine, (lane < G ? lane : 0) * sub);
+  const bool real = lane < G;
+  const uint32_t nan_groups = __ballot_sync(0xffffffffu, real && isnan(score));
+  const uint32_t all_groups = G >= 32 ? 0xffffffffu : ((1u << G) - 1u);
+  uint32_t unpicked = all_groups;
+  for (int32_t r = 0; r < a.topk_group && r < G; ++r) {
+    const int first = __ffs(unpicked) - 1;
+    int pick = first;
+    if (!((nan_groups >> first) & 1u)) {
+      const bool cand = real && ((unpicked >> lane) & 1u) && !((nan_groups >> lane) & 1u);
+      const uint32_t w = cand ? order_word(score) : 0u;
+      const uint32_t m = lanes_max(w);
+      pick = static_cast<int>(lanes_min(cand && w == m ? static_cast<uint32_t>(lane) : 32u));
+    }
+    unpicked &= ~(1u << pick);
+  }
+  __syncwarp(); /* gkey is free for the next token */
+#pragma unroll
+  for (int j = 0; j < PL; ++j) {
+    const int32_t e = lane + 32 * j;
+    if (e < a.E && ((unpicked >> (e / gs)) & 1u)) key[j] = -INFINITY;
+  }
+}
+
+/* The lane's best remaining candidate: largest order word, then lowest j. */
+template <int PL>
+__device__ __forceinline__ void lane_best(const uint32_t (&ord)[PL], const float (&logit)[PL], uint32_t& best,
+                                          int& best_j, float& best_logit) {
+  best = 0u;
+  best_j = 0;
+  best_logit = 0.0f;
+#pragma unroll
+  for (int j = 0; j < PL; ++j) {
+    if (ord[j] > best) {
+      best = ord[j];
+      best_j = j;
+      best_logit = logit[j];
+    }
+  }
+}
+
+/* Routes token t with the calling warp (all 32 lanes, converged). Lane k < K gets slot k: *e_out (global
+ * expert id) and *w_out (× routed_scaling_factor); returns lane < K. gkey: E floats of this warp's shared
+ * memory when DeepSeek-V3 limits groups, else unused. */
+template <int PL>
+__device__ __forceinline__ bool route_token(const fp8moe_routing_args& a, int64_t t, float* gkey, int32_t* e_out,
+                                            float* w_out) {
+  const int lane = threadIdx.x % 32;
+  const int32_t method = a.method, E = a.E;
+  const bool with_bias = method == FP8MOE_ROUTING_DEEPSEEK_V3 && a.bias.data != nullptr;
+  float logit[PL], key[PL];
+  load_lane<PL>(a.logits, t * a.logits.s[0], a.logits.s[1], E, lane, logit);
+  if (with_bias) load_lane<PL>(a.bias, 0, a.bias.s[0], E, lane, key);
+
+  /* Sanitize: NaN/−Inf unselectable (−Inf), +Inf → FLT_MAX; the max selectable logit for the softmax. */
+  float m = -INFINITY;
+  bool selectable[PL];
+#pragma unroll
+  for (int j = 0; j < PL; ++j) {
+    float s = logit[j];
+    selectable[j] = lane + 32 * j < E && !(isnan(s) || s == -INFINITY);
+    if (s == INFINITY) s = FLT_MAX;
+    logit[j] = s;
+    if (selectable[j]) m = fmaxf(m, s);
+  }
+  m = warp_max(m);
+
+  /* Selection keys. */
+  float denom = 0.0f;
+  if (softmax_over_all(method)) {
+    float part = 0.0f;
+#pragma unroll
+    for (int j = 0; j < PL; ++j) {
+      key[j] = selectable[j] ? fp8moe_rm_exp(logit[j] - m) : 0.0f;
+      if (selectable[j]) part += key[j];
+    }
+    denom = warp_sum(part);
+#pragma unroll
+    for (int j = 0; j < PL; ++j) key[j] = selectable[j] ? key[j] / denom : -INFINITY;
+  } else if (method == FP8MOE_ROUTING_SIGMOID || method == FP8MOE_ROUTING_SIGMOID_RENORM ||
+             method == FP8MOE_ROUTING_DEEPSEEK_V3) {
+    /* One site for both (code size: every unrolled sigmoid is ~40 instructions): a sigmoid is never −0 or
+     * NaN, so "+ 0" leaves it unchanged and the NaN test only ever fires for DeepSeek-V3's bias. */
+#pragma unroll
+    for (int j = 0; j < PL; ++j) {
+      const float k2 = fp8moe_rm_sigmoid(logit[j]) + (with_bias ? key[j] : 0.0f);
+      key[j] = selectable[j] ? (isnan(k2) ? -INFINITY : k2) : -INFINITY;
+    }
+    if (method == FP8MOE_ROUTING_DEEPSEEK_V3 && a.n_group > 1 && a.topk_group < a.n_group)
+      limit_groups<PL>(a, lane, key, gkey);
+  } else {
+#pragma unroll
+    for (int j = 0; j < PL; ++j) key[j] = selectable[j] ? logit[j] : -INFINITY; /* raw logits */
+  }
+
+  /* Top-K: per round the largest order word, then the lowest index holding it; lane k keeps slot k. */
+  uint32_t ord[PL];
+#pragma unroll
+  for (int j = 0; j < PL; ++j) ord[j] = lane + 32 * j < E ? order_word(key[j]) : 0u;
+  uint32_t best;
+  int best_j;
+  float best_logit;
+  lane_best<PL>(ord, logit, best, best_j, best_logit);
+  int32_t my_e = 0;
+  bool my_valid = false; /* the key was above −Inf when picked (else a weight-0 filler) */
+  float s = 0.0f;        /* the sanitized logit of slot lane */
+  for (int32_t k = 0; k < a.K; ++k) {
+    const uint32_t top = lanes_max(best);
+    const uint32_t idx = lanes_min(best == top ? static_cast<uint32_t>(lane + 32 * best_j) : 0xFFFFFFFFu);
+    const int owner = static_cast<int>(idx % 32);
+    const float ls = __shfl_sync(0xffffffffu, best_logit, owner);
+    if (lane == k) {
+      my_e = static_cast<int32_t>(idx);
+      my_valid = top > kOrderedMinusInf;
+      s = ls;
+    }
+    if (lane == owner) {
+#pragma unroll
+      for (int j = 0; j < PL; ++j)
+        if (j == best_j) ord[j] = 0u;
+      lane_best<PL>(ord, logit, best, best_j, best_logit);
+    }
+    __syncwarp();
+  }
+
+  /* Weights: lane k computes slot k from its own logit; sums run in slot order. */
+  const bool active = lane < a.K;
+  const bool sel = my_valid && active;
+  float w = 0.0f;
+  switch (method) {
+    case FP8MOE_ROUTING_DEFAULT:
+    case FP8MOE_ROUTING_RENORMALIZE_NAIVE: w = sel ? fp8moe_rm_exp(s - m) / denom : 0.0f; break;
+    case FP8MOE_ROUTING_RENORMALIZE: {
+      const float mk = warp_max(sel ? s : -INFINITY);
+      w = sel ? fp8moe_rm_exp(s - mk) : 0.0f;
+      break;
+    }
+    case FP8MOE_ROUTING_TOPK: w = sel ? s : 0.0f; break;
+    default: w = sel ? fp8moe_rm_sigmoid(s) : 0.0f; break; /* every sigmoid-weighted method */
+  }
+  const bool renorm = method == FP8MOE_ROUTING_RENORMALIZE_NAIVE || method == FP8MOE_ROUTING_SIGMOID_RENORM ||
+                      method == FP8MOE_ROUTING_DEEPSEEK_V3 || method == FP8MOE_ROUTING_RENORMALIZE;
+  if (renorm) {
+    float sum = 0.0f;
+    for (int32_t k = 0; k < a.K; ++k) sum += __shfl_sync(0xffffffffu, w, k);
+    if (method == FP8MOE_ROUTING_RENORMALIZE)
+      w = sel ? w / sum : 0.0f; /* a selectable slot makes sum ≥ 1 */
+    else
+      w = w / (sum + 1e-20f);
+  }
+  *e_out = my_e;
+  *w_out = w * a.scale;
+  return active;
+}
+
+/* Writes slot k = lane of token t: the workspace ids/weights and the optional host outputs. */
+__device__ __forceinline__ void store_route(const fp8moe_routing_args& a, int64_t t, int32_t k, int32_t e, float w) {
+  const int64_t o = t * a.K + k;
+  a.ids[o] = e;
+  a.weights[o] = w;
+  if (a.ids_out.data) static_cast<int32_t*>(a.ids_out.data)[t * a.ids_out.s[0] + k * a.ids_out.s[1]] = e;
+  if (a.weights_out.data) static_cast<float*>(a.weights_out.data)[t * a.weights_out.s[0] + k * a.weights_out.s[1]] = w;
+}
+
+/* Experts per lane for E (≤ 2048): the smallest instantiated PL with 32·PL ≥ E. */
+__host__ __device__ constexpr int lane_experts(int32_t E) {
+  return E <= 32 ? 1 : E <= 64 ? 2 : E <= 128 ? 4 : E <= 256 ? 8 : E <= 512 ? 16 : E <= 1024 ? 32 : 64;
+}
+
+}  // namespace fp8moe
+
+#endif /* FP8MOE_KERNELS_ROUTING_TOKEN_CUH */

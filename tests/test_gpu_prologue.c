@@ -1,0 +1,394 @@
+/* test_gpu_prologue.c — the fused small-T prologue (kernels/prologue.cu) against the separate launches it
+ * replaces (routing or PRECOMPUTED intake, permute.cu, quantize_input.cu, the memsets). Two CUDA contexts run
+ * every problem: one as configured (the kernel plan's prologue rule picks the fused launch at small T) and one
+ * created with FP8MOE_CUDA_GEMM_FALLBACK=p (separate launches at every T). Per problem:
+ *   - routing ids/weights, the final output and device_status are bit-identical between the two;
+ *   - the expert-sorted outputs read back from the workspace (src/cuda/cuda_layout.c gives the slices): ids,
+ *     weights, num_tiles and tile_expert identical; the fused sorted_slots/slot_row equal the stable list
+ *     (rows of an expert in ascending slot order) built here from the ids; the separate launches' list holds
+ *     the same slots per expert, and its slot_row points back at each slot;
+ *   - both agree with the CPU backend (ids exact, output within docs/TESTING.md's tolerance).
+ * Shapes: every routing method, T = 1 / 5 / 64 (the rule's edge) / 65 (past it: both separate), exact ties,
+ * NaN/±Inf logits, expert parallelism (local_offset, E_local), PRECOMPUTED (with out-of-range ids counted in
+ * device_status), the weight applied to the input in every quantization mode, e4m3 hidden states, T = 0.
+ * Skipped (77) without a usable CUDA device. */
+#define _POSIX_C_SOURCE 200809L /* setenv, unsetenv */
+#include <cuda_runtime_api.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_internal.h"
+#include "cuda_plan.h"
+#include "e2e_check.h"
+#include "gpu_util.h"
+#include "problem_gen.h"
+
+typedef struct suite {
+  test_plugin tp;
+  fp8moe_context* cpu;
+  fp8moe_context* fused;    /* the plan's choice */
+  fp8moe_context* separate; /* FP8MOE_CUDA_GEMM_FALLBACK=p */
+  int checks, fused_cases;
+  int32_t cc; /* the device's compute capability (the layout's tile height depends on it) */
+} suite;
+
+/* The workspace slices the prologue writes, read back after a run. */
+typedef struct ws_copy {
+  fp8moe_cuda_layout l;
+  int32_t num_tiles;
+  int32_t *ids, *slot_row, *sorted, *tile_expert;
+  float* weights;
+  int32_t status;
+} ws_copy;
+
+static void ws_free(ws_copy* w) {
+  free(w->ids);
+  free(w->slot_row);
+  free(w->sorted);
+  free(w->tile_expert);
+  free(w->weights);
+  memset(w, 0, sizeof *w);
+}
+
+/* The sizes cuda_layout.c reads, from the generator's configuration. */
+static fp8moe_problem layout_problem(const pg_config* c) {
+  fp8moe_problem p;
+  memset(&p, 0, sizeof p);
+  p.T = c->T;
+  p.H = c->H;
+  p.I = c->I;
+  p.E = c->E;
+  p.E_local = c->E_local ? c->E_local : c->E;
+  p.local_offset = c->local_offset;
+  p.K = c->K;
+  p.quant_format = c->quant_format;
+  p.hidden_is_fp8 = c->hidden_dtype.code == TEST_E4M3.code && c->hidden_dtype.bits == 8;
+  p.a2_static = c->a2_static && c->quant_format == FP8MOE_QUANT_FP8_PER_TENSOR;
+  return p;
+}
+
+static int d2h(void* dst, const void* src, size_t bytes) {
+  return bytes == 0 || cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost) == cudaSuccess;
+}
+
+/* Runs p on ctx (fresh device copies, poisoned outputs); snapshot of the outputs and the workspace. */
+static int run_on(suite* s, fp8moe_context* ctx, pg_problem* p, run_outputs* out, ws_copy* w) {
+  gpu_problem g;
+  int rc = -1;
+  memset(w, 0, sizeof *w);
+  pg_poison(p);
+  if (gpu_clone(&s->tp, ctx, &p->args, &g) == 0 && gpu_poison(&g, NULL) == 0 &&
+      cudaMemset(g.workspace, 0xA5, g.workspace_size) == cudaSuccess) {
+    const int32_t st = s->tp.api->run(ctx, &g.args);
+    CHECK(st == FP8MOE_STATUS_OK, "GPU run failed: status %d", (int)st);
+    if (st == FP8MOE_STATUS_OK && gpu_fetch(&g) == 0) {
+      const fp8moe_problem lp = layout_problem(&p->cfg);
+      fp8moe_cuda_layout_make(&lp, s->cc, &w->l);
+      const size_t TK = (size_t)(lp.T * lp.K), rows = (size_t)w->l.rows, tiles = (size_t)w->l.max_tiles;
+      const char* ws = (const char*)g.workspace;
+      w->ids = calloc(TK + 1, 4);
+      w->weights = calloc(TK + 1, 4);
+      w->slot_row = calloc(TK + 1, 4);
+      w->sorted = calloc(rows + 1, 4);
+      w->tile_expert = calloc(tiles + 1, 4);
+      w->status = gpu_status_word(&g);
+      if (w->ids && w->weights && w->slot_row && w->sorted && w->tile_expert &&
+          d2h(&w->num_tiles, ws + w->l.scalars + 4 * FP8MOE_CUDA_S_NUM_TILES, 4) &&
+          d2h(w->ids, ws + w->l.ids, TK * 4) && d2h(w->weights, ws + w->l.weights, TK * 4) &&
+          d2h(w->slot_row, ws + w->l.slot_row, TK * 4) && d2h(w->sorted, ws + w->l.sorted_slots, rows * 4) &&
+          d2h(w->tile_expert, ws + w->l.tile_expert, tiles * 4))
+        rc = outputs_take(&p->args, out);
+    }
+  }
+  gpu_free(&g);
+  CHECK(rc == 0, "GPU run did not complete");
+  return rc;
+}
+
+/* The stable expert-sorted list of ids (what the fused path must write exactly): start[e] per local expert. */
+static int check_sorted(const pg_config* c, const ws_copy* f, const ws_copy* sep, const char* cfg) {
+  const int32_t El = c->E_local ? c->E_local : c->E, off = c->local_offset, tm = f->l.tile_m;
+  const int64_t TK = c->T * c->K;
+  int32_t* count = calloc((size_t)El + 1, 4);
+  int32_t* start = calloc((size_t)El + 1, 4);
+  int32_t* want = malloc(((size_t)f->l.rows + 1) * 4);
+  int ok = count && start && want;
+  if (!ok) goto done;
+  for (int64_t i = 0; i < TK; ++i)
+    if (f->ids[i] >= off && f->ids[i] < off + El) ++count[f->ids[i] - off];
+  int32_t tiles = 0;
+  for (int32_t e = 0; e < El; ++e) {
+    start[e] = tiles * tm;
+    tiles += (count[e] + tm - 1) / tm;
+  }
+  for (int64_t r = 0; r < f->l.rows; ++r) want[r] = -1;
+  for (int32_t e = 0; e < El; ++e) count[e] = 0;
+  for (int64_t i = 0; i < TK; ++i)
+    if (f->ids[i] >= off && f->ids[i] < off + El) {
+      const int32_t e = f->ids[i] - off;
+      want[start[e] + count[e]++] = (int32_t)i;
+    }
+  CHECK(f->num_tiles == tiles && sep->num_tiles == tiles, "num_tiles: fused %d, separate %d; expected %d [%s]",
+        (int)f->num_tiles, (int)sep->num_tiles, (int)tiles, cfg);
+  if (f->num_tiles != tiles || sep->num_tiles != tiles) {
+    ok = 0;
+    goto done;
+  }
+  for (int32_t e = 0; e < El; ++e)
+    for (int32_t j = start[e] / tm; j < start[e] / tm + (count[e] + tm - 1) / tm; ++j)
+      if (f->tile_expert[j] != e || sep->tile_expert[j] != e) ok = 0;
+  CHECK(ok, "tile_expert differs from the expert order [%s]", cfg);
+  int fused_exact = 1, sep_same = 1;
+  for (int64_t r = 0; r < (int64_t)tiles * tm; ++r) fused_exact &= f->sorted[r] == want[r];
+  for (int64_t i = 0; i < TK; ++i) {
+    const int local = f->ids[i] >= off && f->ids[i] < off + El;
+    const int32_t fr = f->slot_row[i];
+    fused_exact &= local ? fr >= 0 && fr < (int32_t)tiles * tm && f->sorted[fr] == i && want[fr] == i : fr == -1;
+    /* the separate launches: the slot sits in its expert's segment and slot_row points at it */
+    if (local) {
+      const int32_t e = f->ids[i] - off, r = sep->slot_row[i];
+      sep_same &= r >= start[e] && r < start[e] + count[e] && sep->sorted[r] == i;
+    } else {
+      sep_same &= sep->slot_row[i] == -1;
+    }
+  }
+  for (int32_t e = 0; e < El; ++e)
+    for (int32_t r = start[e] + count[e]; r < start[e] + (count[e] + tm - 1) / tm * tm; ++r) sep_same &= sep->sorted[r] == -1;
+  CHECK(fused_exact, "fused sorted_slots/slot_row differ from the stable expert-sorted list [%s]", cfg);
+  CHECK(sep_same, "separate launches' sorted_slots hold other slots per expert [%s]", cfg);
+  ok = fused_exact && sep_same;
+done:
+  free(count);
+  free(start);
+  free(want);
+  return ok;
+}
+
+/* Fused vs separate (and vs the CPU unless cpu_ok is 0); expect_status ≥ 0: the device_status both give. */
+static void compare_paths(suite* s, pg_problem* p, const char* tag, int with_cpu, int32_t expect_status) {
+  char cfg[512];
+  pg_describe_config(&p->cfg, cfg, sizeof cfg);
+  const pg_config* c = &p->cfg;
+  const fp8moe_problem lp = layout_problem(c);
+  const int in_rule = fp8moe_cuda_plan_prologue(&lp, 1);
+  s->fused_cases += in_rule;
+  run_outputs f, sp, cpu;
+  ws_copy wf, ws;
+  memset(&f, 0, sizeof f);
+  memset(&sp, 0, sizeof sp);
+  memset(&cpu, 0, sizeof cpu);
+  memset(&wf, 0, sizeof wf);
+  memset(&ws, 0, sizeof ws);
+  ++s->checks;
+  if (run_on(s, s->fused, p, &f, &wf) == 0 && run_on(s, s->separate, p, &sp, &ws) == 0) {
+    const size_t TK = (size_t)(c->T * c->K);
+    CHECK(outputs_identical(&f, &sp), "%s: fused and separate outputs differ [%s]", tag, cfg);
+    CHECK(memcmp(wf.ids, ws.ids, TK * 4) == 0 && memcmp(wf.weights, ws.weights, TK * 4) == 0,
+          "%s: workspace ids/weights differ [%s]", tag, cfg);
+    CHECK(wf.status == ws.status, "%s: device_status fused %d, separate %d [%s]", tag, (int)wf.status,
+          (int)ws.status, cfg);
+    if (expect_status >= 0)
+      CHECK(wf.status == expect_status, "%s: device_status %d; expected %d", tag, (int)wf.status, (int)expect_status);
+    check_sorted(c, &wf, &ws, cfg);
+    if (with_cpu) {
+      pg_poison(p);
+      const int32_t st = pg_run(&s->tp, s->cpu, p);
+      CHECK(st == FP8MOE_STATUS_OK, "CPU run failed: status %d (%s)", (int)st, p->error);
+      if (st == FP8MOE_STATUS_OK && outputs_take(&p->args, &cpu) == 0) {
+        compare_result r;
+        CHECK(outputs_compare(&f, &cpu, NULL, c->T, cfg, &r), "%s: fused path differs from the CPU [%s]", tag, cfg);
+      }
+    }
+    printf("%-10s %s  tiles %d  %s\n", tag, in_rule ? "fused" : "separate", (int)wf.num_tiles, cfg);
+  }
+  outputs_free(&f);
+  outputs_free(&sp);
+  outputs_free(&cpu);
+  ws_free(&wf);
+  ws_free(&ws);
+}
+
+static void config(pg_config* c, int32_t method, int32_t format, int64_t T, int32_t E, int32_t K, uint64_t seed) {
+  pg_config_init(c, method, format, T, 256, 256, E, K);
+  if (method == FP8MOE_ROUTING_DEEPSEEK_V3 && E >= 16) {
+    c->n_group = E >= 256 ? 8 : 4;
+    c->topk_group = E >= 256 ? 4 : 2;
+    c->routed_scaling_factor = 2.5f;
+  }
+  c->want_routing_out = 1;
+  c->seed = seed;
+}
+
+static void every_method(suite* s) {
+  static const int32_t methods[] = {FP8MOE_ROUTING_DEFAULT, FP8MOE_ROUTING_RENORMALIZE, FP8MOE_ROUTING_DEEPSEEK_V3,
+                                    FP8MOE_ROUTING_LLAMA4, FP8MOE_ROUTING_RENORMALIZE_NAIVE, FP8MOE_ROUTING_TOPK,
+                                    FP8MOE_ROUTING_SIGMOID, FP8MOE_ROUTING_SIGMOID_RENORM, FP8MOE_ROUTING_TOPK_SIGMOID};
+  static const int64_t Ts[] = {1, 5, 64, 65};
+  static const int32_t formats[] = {FP8MOE_QUANT_FP8_BLOCK128, FP8MOE_QUANT_FP8_PER_TENSOR,
+                                    FP8MOE_QUANT_FP8_PER_CHANNEL};
+  for (size_t m = 0; m < sizeof methods / sizeof methods[0]; ++m)
+    for (size_t t = 0; t < sizeof Ts / sizeof Ts[0]; ++t) {
+      const int wide = (m + t) % 2 == 0;
+      const int32_t E = wide ? 256 : (t % 2 ? 16 : 8);
+      const int32_t K = methods[m] == FP8MOE_ROUTING_LLAMA4 ? 1 : (wide ? 8 : 2);
+      pg_config c;
+      config(&c, methods[m], formats[(m + t) % 3], Ts[t], E, K, 100 + 10 * m + t);
+      pg_problem p;
+      if (pg_generate(&p, &c) != 0) continue;
+      compare_paths(s, &p, "method", 1, -1);
+      pg_free(&p);
+    }
+}
+
+/* Exact ties and non-finite logits, on the grouped DeepSeek-V3 router and a softmax one. */
+static void ties_and_nonfinite(suite* s) {
+  static const int32_t methods[] = {FP8MOE_ROUTING_DEEPSEEK_V3, FP8MOE_ROUTING_DEFAULT, FP8MOE_ROUTING_RENORMALIZE};
+  for (size_t m = 0; m < 3; ++m)
+    for (int kind = 0; kind < 2; ++kind) {
+      pg_config c;
+      config(&c, methods[m], FP8MOE_QUANT_FP8_BLOCK128, 7, 256, 8, 300 + m * 2 + (uint64_t)kind);
+      c.logits_layout = PG_LOGITS_COMPACT;
+      if (kind == 0) c.uses_bias = 0;
+      pg_problem p;
+      if (pg_generate(&p, &c) != 0) continue;
+      const int32_t E = c.E;
+      if (kind == 0) {
+        for (int64_t t = 0; t < c.T; ++t)
+          for (int32_t e = 0; e < E; ++e) pg_set(p.logits, c.logits_dtype, t * E + e, 0.25 * (double)((e * 7 + t) % 3) - 0.5);
+      } else {
+        pg_set(p.logits, c.logits_dtype, 0 * E + 3, NAN);
+        pg_set(p.logits, c.logits_dtype, 0 * E + 5, -INFINITY);
+        pg_set(p.logits, c.logits_dtype, 0 * E + 7, INFINITY);
+        for (int32_t e = 2; e < E; ++e) pg_set(p.logits, c.logits_dtype, 1 * E + e, NAN);
+        for (int32_t e = 0; e < E; ++e) pg_set(p.logits, c.logits_dtype, 2 * E + e, -INFINITY);
+      }
+      pg_describe(&p);
+      compare_paths(s, &p, kind == 0 ? "ties" : "nonfinite", 1, -1);
+      pg_free(&p);
+    }
+}
+
+/* Expert parallelism: this call owns E_local experts from local_offset. */
+static void expert_parallel(suite* s) {
+  static const int32_t shards[][2] = {{64, 128}, {16, 0}, {64, 192}}; /* E_local, local_offset of E = 256 */
+  for (int i = 0; i < 3; ++i) {
+    pg_config c;
+    config(&c, i == 1 ? FP8MOE_ROUTING_RENORMALIZE : FP8MOE_ROUTING_DEEPSEEK_V3,
+           i == 2 ? FP8MOE_QUANT_FP8_PER_CHANNEL : FP8MOE_QUANT_FP8_BLOCK128, i == 0 ? 1 : 33, 256, 8, 400 + (uint64_t)i);
+    c.E_local = shards[i][0];
+    c.local_offset = shards[i][1];
+    pg_problem p;
+    if (pg_generate(&p, &c) != 0) continue;
+    compare_paths(s, &p, "ep", 1, -1);
+    pg_free(&p);
+  }
+}
+
+/* PRECOMPUTED ids and weights; out-of-range ids are skipped and counted in device_status (the CPU refuses
+ * them, so that case compares the two GPU paths only). */
+static void precomputed(suite* s) {
+  for (int bad = 0; bad < 2; ++bad) {
+    pg_config c;
+    config(&c, FP8MOE_ROUTING_PRECOMPUTED, FP8MOE_QUANT_FP8_BLOCK128, 9, 16, 4, 500 + (uint64_t)bad);
+    c.ids_dtype = bad ? TEST_I64 : TEST_I32;
+    c.topk_weights_dtype = TEST_BF16;
+    pg_problem p;
+    if (pg_generate(&p, &c) != 0) continue;
+    if (bad) {
+      const int64_t ids[3][3] = {{0, 1, -1}, {5, 3, 16}, {8, 0, 1000000}}; /* t, k, id */
+      for (int b = 0; b < 3; ++b) pg_set(p.topk_ids, c.ids_dtype, ids[b][0] * c.K + ids[b][1], (double)ids[b][2]);
+      pg_describe(&p);
+    }
+    compare_paths(s, &p, bad ? "pre-oob" : "pre", !bad, bad ? 3 : 0);
+    pg_free(&p);
+  }
+}
+
+/* The routing weight applied to the input (K = 1) in every input-quantization mode, and e4m3 hidden states. */
+static void weight_on_input(suite* s) {
+  for (int mode = 0; mode < 6; ++mode) {
+    pg_config c;
+    const int32_t fmt = mode < 2 ? FP8MOE_QUANT_FP8_PER_TENSOR
+                                 : (mode == 2 || mode == 5) ? FP8MOE_QUANT_FP8_BLOCK128 : FP8MOE_QUANT_FP8_PER_CHANNEL;
+    config(&c, mode == 4 ? FP8MOE_ROUTING_PRECOMPUTED : FP8MOE_ROUTING_LLAMA4, fmt, 6, 16, 1, 600 + (uint64_t)mode);
+    if (mode == 4) {
+      c.flags = FP8MOE_FLAG_WEIGHT_ON_INPUT;
+      c.weight_on_input = 1;
+      c.ids_dtype = TEST_I32;
+      c.topk_weights_dtype = TEST_F32;
+    }
+    c.a1_static = mode == 1;                      /* mode 0: the dynamic per-tensor scale (amax pass) */
+    if (mode == 5) c.hidden_dtype = TEST_E4M3;    /* no input quantization */
+    pg_problem p;
+    if (pg_generate(&p, &c) != 0) continue;
+    compare_paths(s, &p, "w-input", 1, mode == 4 ? 0 : -1);
+    pg_free(&p);
+  }
+}
+
+/* T = 0 writes nothing on either path. */
+static void empty(suite* s) {
+  pg_config c;
+  config(&c, FP8MOE_ROUTING_DEEPSEEK_V3, FP8MOE_QUANT_FP8_BLOCK128, 0, 256, 8, 700);
+  pg_problem p;
+  if (pg_generate(&p, &c) != 0) {
+    CHECK(0, "pg_generate T=0");
+    return;
+  }
+  fp8moe_context* ctx[2] = {s->fused, s->separate};
+  for (int i = 0; i < 2; ++i) {
+    gpu_problem g;
+    ++s->checks;
+    if (gpu_clone(&s->tp, ctx[i], &p.args, &g) == 0) {
+      const int32_t st = s->tp.api->run(ctx[i], &g.args);
+      CHECK(st == FP8MOE_STATUS_OK, "T=0 run: status %d", (int)st);
+      CHECK(cudaDeviceSynchronize() == cudaSuccess, "T=0 sync");
+      CHECK(gpu_status_word(&g) == 0x5A5A5A5A, "T=0 wrote device_status");
+    }
+    gpu_free(&g);
+  }
+  printf("%-10s ok\n", "T=0");
+  pg_free(&p);
+}
+
+int main(void) {
+  suite s;
+  memset(&s, 0, sizeof s);
+  setvbuf(stdout, NULL, _IONBF, 0);
+  fp8moe_backend_info bi;
+  unsetenv("FP8MOE_CUDA_GEMM_FALLBACK");
+  const int open_rc = gpu_suite_open("test_gpu_prologue", &s.tp, &s.cpu, &s.fused, &bi);
+  if (open_rc != 0) return open_rc;
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "p", 1); /* read at context creation only */
+  fp8moe_context_args ca;
+  memset(&ca, 0, sizeof ca);
+  ca.struct_size = sizeof ca;
+  ca.backend = FP8MOE_BACKEND_CUDA;
+  const int32_t st = s.tp.api->context_create(&ca, &s.separate);
+  unsetenv("FP8MOE_CUDA_GEMM_FALLBACK");
+  ++s.checks;
+  CHECK(st == FP8MOE_STATUS_OK, "context_create (separate launches): status %d", (int)st);
+  fp8moe_context_info ci;
+  memset(&ci, 0, sizeof ci);
+  ci.struct_size = sizeof ci;
+  if (s.fused && s.tp.api->context_info(s.fused, &ci) == FP8MOE_STATUS_OK) s.cc = ci.compute_capability;
+  ++s.checks;
+  CHECK(s.cc >= 90, "context_info: compute capability %d", (int)s.cc);
+  if (s.cpu && s.fused && s.separate && s.cc >= 90) {
+    printf("device: %s, cc %d\n", bi.device_name, (int)s.cc);
+    every_method(&s);
+    ties_and_nonfinite(&s);
+    expert_parallel(&s);
+    precomputed(&s);
+    weight_on_input(&s);
+    empty(&s);
+    CHECK(s.fused_cases >= 30, "only %d problems inside the prologue rule", s.fused_cases);
+  }
+  if (s.separate) s.tp.api->context_destroy(s.separate);
+  s.tp.api->context_destroy(s.fused);
+  s.tp.api->context_destroy(s.cpu);
+  test_plugin_close(&s.tp);
+  return test_finish("test_gpu_prologue", s.checks);
+}
