@@ -20,15 +20,6 @@ extern "C" {
 /* GEMM1 CTAs form clusters of this many, one 128-column requantization group per cluster (16 columns per
  * CTA), so max_ctas is rounded down to a multiple of it. */
 #define FP8MOE_DECODE_CLUSTER 8
-/* Depth of each thread's cp.async ring, in 64-K chunks (96 bytes of shared memory per thread and chunk:
- * 64 of weights, 32 of token rows); with FP8MOE_DECODE_CTAS_PER_SM CTAs of 128 threads, 5 stages keep up to
- * 120 KB of weights in flight per SM and take 60 KB of dynamic shared memory per CTA (plus ~10 KB static:
- * 3 × 71 KB fit the 228 KB of an sm_90 SM). Overridable at build time for tuning on a GPU
- * (-DFP8MOE_DECODE_STAGES=N in CMAKE_CUDA_FLAGS): deeper rings lower the CTAs per SM, which the grid sizing
- * at context creation follows. */
-#ifndef FP8MOE_DECODE_STAGES
-#define FP8MOE_DECODE_STAGES 5
-#endif
 
 /* Block scaling: the K dimension of either GEMM (H, I) may hold at most this many 128-wide blocks (the item's
  * scales are staged in shared memory). */
