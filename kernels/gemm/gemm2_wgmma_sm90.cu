@@ -74,7 +74,7 @@ __global__ void __launch_bounds__(kThreads, 1)
           v0 = v0 * sr[h] * kref_at(a.w_scale, e, col);
           v1 = v1 * sr[h] * kref_at(a.w_scale, e, col + 1);
         }
-        *reinterpret_cast<float2*>(a.y + (row0 + rr[h]) * a.H + col) = make_float2(v0, v1);
+        *reinterpret_cast<uint32_t*>(a.y + (row0 + rr[h]) * a.H + col) = y_bf16x2(v0, v1);
       }
     }
   }
