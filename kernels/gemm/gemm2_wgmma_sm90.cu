@@ -11,7 +11,7 @@ namespace fp8moe {
 namespace sm90 {
 namespace {
 
-template <int SCALE>
+template <int SCALE, bool F32>
 __global__ void __launch_bounds__(kThreads, 1)
     gemm2_wgmma_kernel(const __grid_constant__ fp8moe_gemm2_args a, const __grid_constant__ CUtensorMap map_a,
                        const __grid_constant__ CUtensorMap map_w) {
@@ -53,8 +53,8 @@ __global__ void __launch_bounds__(kThreads, 1)
       const int32_t e = a.tile_expert[tile];
       const int64_t row0 = static_cast<int64_t>(tile) * kBM;
       float acc[64];
-      auto sa = [&](int h, int kb) { return kref_at(a.a2_scale, row0 + rr[h], kb); };
-      auto sb = [&](int kb) { return kref_at(a.w_scale, e, nb / kBN, kb); };
+      auto sa = [&](int h, int kb) { return scale_at<F32>(a.a2_scale, row0 + rr[h], kb, 0); };
+      auto sb = [&](int kb) { return scale_at<F32>(a.w_scale, e, nb / kBN, kb); };
       consume<SCALE == FP8MOE_SCALE_BLOCK>(sm, wg, kblocks, it, acc, sa, sb);
 
       float st = 0.0f, sr[2] = {0.0f, 0.0f};
@@ -86,10 +86,10 @@ __global__ void __launch_bounds__(kThreads, 1)
 #endif
 }
 
-template <int SCALE>
+template <int SCALE, bool F32 = false>
 cudaError_t launch(const fp8moe_gemm2_args& a, const CUtensorMap& ma, const CUtensorMap& mw, dim3 grid,
                    cudaStream_t stream) {
-  gemm2_wgmma_kernel<SCALE><<<grid, kThreads, kSmemBytes, stream>>>(a, ma, mw);
+  gemm2_wgmma_kernel<SCALE, F32><<<grid, kThreads, kSmemBytes, stream>>>(a, ma, mw);
   return cudaGetLastError();
 }
 
@@ -112,7 +112,10 @@ extern "C" int fp8moe_launch_gemm2_sm90(const fp8moe_gemm2_args* a, cudaStream_t
   const int64_t ctas_max = a->max_ctas / FP8MOE_GEMM2_CTAS_PER_SM; /* one CTA per SM here */
   const dim3 grid(static_cast<unsigned>(items < ctas_max ? items : ctas_max));
   switch (a->scale_mode) {
-    case FP8MOE_SCALE_BLOCK: return static_cast<int>(launch<FP8MOE_SCALE_BLOCK>(*a, ma, mw, grid, stream));
+    case FP8MOE_SCALE_BLOCK:
+      if (a->a2_scale.dt == FP8MOE_DT_F32 && a->w_scale.dt == FP8MOE_DT_F32)
+        return static_cast<int>(launch<FP8MOE_SCALE_BLOCK, true>(*a, ma, mw, grid, stream));
+      return static_cast<int>(launch<FP8MOE_SCALE_BLOCK>(*a, ma, mw, grid, stream));
     case FP8MOE_SCALE_ROW: return static_cast<int>(launch<FP8MOE_SCALE_ROW>(*a, ma, mw, grid, stream));
     default: return static_cast<int>(launch<FP8MOE_SCALE_TENSOR>(*a, ma, mw, grid, stream));
   }
@@ -121,10 +124,12 @@ extern "C" int fp8moe_launch_gemm2_sm90(const fp8moe_gemm2_args* a, cudaStream_t
 extern "C" int fp8moe_prepare_gemm2_sm90_smem(void) {
   using namespace fp8moe::sm90;
   const int bytes = static_cast<int>(kSmemBytes);
-  cudaError_t e = cudaFuncSetAttribute(gemm2_wgmma_kernel<FP8MOE_SCALE_BLOCK>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+  cudaError_t e = cudaFuncSetAttribute(gemm2_wgmma_kernel<FP8MOE_SCALE_BLOCK, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
   if (e == cudaSuccess)
-    e = cudaFuncSetAttribute(gemm2_wgmma_kernel<FP8MOE_SCALE_ROW>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+    e = cudaFuncSetAttribute(gemm2_wgmma_kernel<FP8MOE_SCALE_BLOCK, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
   if (e == cudaSuccess)
-    e = cudaFuncSetAttribute(gemm2_wgmma_kernel<FP8MOE_SCALE_TENSOR>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+    e = cudaFuncSetAttribute(gemm2_wgmma_kernel<FP8MOE_SCALE_ROW, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+  if (e == cudaSuccess)
+    e = cudaFuncSetAttribute(gemm2_wgmma_kernel<FP8MOE_SCALE_TENSOR, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
   return static_cast<int>(e);
 }

@@ -173,6 +173,15 @@ __device__ __forceinline__ void wgmma_m64n128k32(float (&d)[64], uint64_t desc_a
 }
 #endif /* FP8MOE_SM90A */
 
+/* A block scale read in the main loop. F32: the tensor is fp32 (the launcher checked its dtype), one
+ * read-only load; otherwise the generic dtype switch of kref_at. The switch costs ~140 instructions per stage
+ * and warp (SASS of the three reads), more issue slots than the stage's wgmmas leave the consumer warps. */
+template <bool F32>
+__device__ __forceinline__ float scale_at(const fp8moe_kref& r, int64_t i0, int64_t i1, int64_t i2) {
+  const int64_t off = i0 * r.s[0] + i1 * r.s[1] + i2 * r.s[2];
+  return F32 ? __ldg(static_cast<const float*>(r.data) + off) : load_f32(r.data, r.dt, off);
+}
+
 /* Row of accumulator element i for this thread (rows r0 = 16q + g and r0 + 8), column offset. */
 __device__ __forceinline__ int acc_half(int i) { return (i >> 1) & 1; }
 __device__ __forceinline__ int acc_col(int i, int t) { return (i >> 2) * 8 + 2 * t + (i & 1); }
