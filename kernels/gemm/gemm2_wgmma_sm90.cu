@@ -3,8 +3,12 @@
  * with the warp-specialized wgmma + TMA machinery of wgmma_sm90.cuh. a2q rows are contiguous and expert-sorted
  * (tile_m = 64), so the producer loads both operands by TMA: per stage one 64×128 box of a2q and two
  * 128×128 boxes of W2[e] (output columns n0 … n0+255), 40 KB, expect_tx on the stage's full barrier.
- * Persistent CTAs (one per SM, 384 threads) walk (tile, 256-column block) items column-block major over the
- * device-side num_tiles/tile_expert; consumer warpgroup w writes columns n0 + 128w … of the 64 rows. */
+ * Persistent CTAs (one per SM, 384 threads) walk (tile, 256-column block) items tile major over the
+ * device-side num_tiles/tile_expert; consumer warpgroup w writes columns n0 + 128w … of the 64 rows.
+ * Tile major: the CTAs of one wave share a few A tiles and one or two experts' W2 (at most 2 × 14.7 MB at
+ * deepseek-v3 sizes, inside the 50 MB L2), so DRAM sees each a2q row once and each W2 byte about once.
+ * Column-block major (the mma.sync kernel's order) re-reads all of a2q (rows·I bytes, 151 MB at deepseek-v3
+ * T = 8192, beyond L2) once per column block: 28 × 151 MB ≈ 4.2 GB, more than W2's 3.8 GB. */
 #include "wgmma_sm90.cuh"
 
 namespace fp8moe {
@@ -20,7 +24,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   Smem& sm = smem_of(smem_raw);
   init_barriers(sm, 1);
   const int32_t tiles = *a.num_tiles;
-  const int64_t items = static_cast<int64_t>(tiles) * (a.H / kGemm2Cols);
+  const int32_t col_blocks = a.H / kGemm2Cols;
+  const int64_t items = static_cast<int64_t>(tiles) * col_blocks;
   const int kblocks = a.I / kBK;
 
   if (threadIdx.x < 128) {
@@ -28,8 +33,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (threadIdx.x == 0) {
       uint32_t it = 0;
       for (int64_t w = blockIdx.x; w < items; w += gridDim.x) {
-        const int tile = static_cast<int>(w % tiles);
-        const int32_t n0 = static_cast<int32_t>(w / tiles) * kGemm2Cols;
+        const int tile = static_cast<int>(w / col_blocks);
+        const int32_t n0 = static_cast<int32_t>(w % col_blocks) * kGemm2Cols;
         const int32_t e = a.tile_expert[tile];
         for (int kb = 0; kb < kblocks; ++kb, ++it) {
           const int s = static_cast<int>(it % kStages);
@@ -48,8 +53,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     const int rr[2] = {16 * q + g, 16 * q + g + 8};
     uint32_t it = 0;
     for (int64_t w = blockIdx.x; w < items; w += gridDim.x) {
-      const int tile = static_cast<int>(w % tiles);
-      const int32_t nb = static_cast<int32_t>(w / tiles) * kGemm2Cols + wg * kBN; /* this warpgroup's columns */
+      const int tile = static_cast<int>(w / col_blocks);
+      const int32_t nb = static_cast<int32_t>(w % col_blocks) * kGemm2Cols + wg * kBN; /* this warpgroup's columns */
       const int32_t e = a.tile_expert[tile];
       const int64_t row0 = static_cast<int64_t>(tile) * kBM;
       float acc[64];
