@@ -4,7 +4,8 @@
  * (tile_m = 64), so the producer loads both operands by TMA: per stage one 64×128 box of a2q and two
  * 128×128 boxes of W2[e] (output columns n0 … n0+255), 40 KB, expect_tx on the stage's full barrier.
  * Persistent CTAs (one per SM, 384 threads) walk (tile, 256-column block) items tile major over the
- * device-side num_tiles/tile_expert; consumer warpgroup w writes columns n0 + 128w … of the 64 rows.
+ * device-side num_tiles/tile_expert; consumer warpgroup w writes columns n0 + 128w … of the 64 rows, as bf16
+ * into y's row of each row's slot (padding rows are not stored).
  * Tile major: the CTAs of one wave share a few A tiles and one or two experts' W2 (at most 2 × 14.7 MB at
  * deepseek-v3 sizes, inside the 50 MB L2), so DRAM sees each a2q row once and each W2 byte about once.
  * Column-block major (the mma.sync kernel's order) re-reads all of a2q (rows·I bytes, 151 MB at deepseek-v3
@@ -57,6 +58,8 @@ __global__ void __launch_bounds__(kThreads, 1)
       const int32_t nb = static_cast<int32_t>(w % col_blocks) * kGemm2Cols + wg * kBN; /* this warpgroup's columns */
       const int32_t e = a.tile_expert[tile];
       const int64_t row0 = static_cast<int64_t>(tile) * kBM;
+      /* The y rows (slots) of the thread's two rows, loaded before the main loop hides their latency. */
+      const int32_t slot[2] = {a.sorted_slots[row0 + rr[0]], a.sorted_slots[row0 + rr[1]]};
       float acc[64];
       auto sa = [&](int h, int kb) { return scale_at<F32>(a.a2_scale, row0 + rr[h], kb, 0); };
       auto sb = [&](int kb) { return scale_at<F32>(a.w_scale, e, nb / kBN, kb); };
@@ -79,7 +82,7 @@ __global__ void __launch_bounds__(kThreads, 1)
           v0 = v0 * sr[h] * kref_at(a.w_scale, e, col);
           v1 = v1 * sr[h] * kref_at(a.w_scale, e, col + 1);
         }
-        *reinterpret_cast<uint32_t*>(a.y + (row0 + rr[h]) * a.H + col) = y_bf16x2(v0, v1);
+        if (slot[h] >= 0) *reinterpret_cast<uint32_t*>(a.y + static_cast<int64_t>(slot[h]) * a.H + col) = y_bf16x2(v0, v1);
       }
     }
   }

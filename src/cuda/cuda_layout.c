@@ -41,6 +41,6 @@ void fp8moe_cuda_layout_make(const fp8moe_problem* p, int32_t cc, fp8moe_cuda_la
   l->inter = deferred ? take(&c, rows * I * 4) : 0;
   l->row_amax_bytes = fmt == FP8MOE_QUANT_FP8_PER_CHANNEL ? rows * 4 : 0;
   l->row_amax = l->row_amax_bytes ? take(&c, l->row_amax_bytes) : 0;
-  l->y = take(&c, rows * H * 2); /* bf16 slot outputs (docs/GPU.md "Workspace") */
+  l->y = take(&c, TK * H * 2); /* bf16 slot outputs, one row per slot (docs/GPU.md "Workspace") */
   l->total = c;
 }
