@@ -206,9 +206,10 @@ __device__ __forceinline__ void init_barriers(Smem& sm, uint32_t full_count) {
 
 /* Consumer main loop for one work item: kblocks stages starting at ring position `it`. Hopper's fp8 wgmma
  * keeps a narrower-than-fp32 accumulator (~14 bits of mantissa in the additions), so every stage's 128-K sum
- * starts from zero in a partial accumulator and is promoted into the fp32 `acc` by ordinary FFMA/FADD, for
- * every format: BLOCK acc += part·(sa(h, kb)·sb(kb)) (the thread's two rows, its B tile), otherwise
- * acc += part (the scales apply once, in the epilogue).
+ * starts from zero in a partial accumulator and is promoted into the fp32 `acc` by ordinary FMUL/FFMA/FADD,
+ * for every format: BLOCK acc += (part·sa(h, kb))·sb(kb) (the thread's two rows, its B tile; the CPU
+ * backend's association, so a product overflows exactly where it does there), otherwise acc += part (the
+ * scales apply once, in the epilogue).
  * Two partial accumulators alternate so the tensor cores never wait for a promotion: stage kb+1's wgmmas are
  * issued (committed as their own group) before stage kb is promoted, and `wgmma.wait_group 1` retires only
  * stage kb's group; its shared-memory stage is released (empty arrive) right after that wait. The loop is
@@ -220,13 +221,14 @@ __device__ __forceinline__ void consume(Smem& sm, int wg, int kblocks, uint32_t&
   float pa[64], pb[64];
 #pragma unroll
   for (int i = 0; i < 64; ++i) acc[i] = 0.0f;
-  /* Issues stage kb's four wgmmas into p as one group; the block scales (c0, c1: row scale × weight-block
-   * scale for the thread's rows r0 and r0 + 8) are loaded before the barrier wait, so they overlap it. */
-  auto issue = [&](float (&p)[64], int kb, float& c0, float& c1) {
+  /* Issues stage kb's four wgmmas into p as one group; the block scales (c0, c1: the row scales of the
+   * thread's rows r0 and r0 + 8; cw: the weight-block scale) are loaded before the barrier wait, so they
+   * overlap it and the wgmmas. */
+  auto issue = [&](float (&p)[64], int kb, float& c0, float& c1, float& cw) {
     if (BLOCK) {
-      const float w = sb(kb);
-      c0 = sa(0, kb) * w;
-      c1 = sa(1, kb) * w;
+      cw = sb(kb);
+      c0 = sa(0, kb);
+      c1 = sa(1, kb);
     }
     const uint32_t pos = it + static_cast<uint32_t>(kb);
     const int s = static_cast<int>(pos % kStages);
@@ -239,12 +241,12 @@ __device__ __forceinline__ void consume(Smem& sm, int wg, int kblocks, uint32_t&
     wgmma_commit();
   };
   /* After the wait that completed stage kb's group: release its stage, promote p. */
-  auto retire = [&](float (&p)[64], int kb, float c0, float c1) {
+  auto retire = [&](float (&p)[64], int kb, float c0, float c1, float cw) {
     fence_regs(p);
     mbar_arrive(&sm.empty[(it + static_cast<uint32_t>(kb)) % kStages]);
     if (BLOCK) {
 #pragma unroll
-      for (int i = 0; i < 64; ++i) acc[i] = fmaf(p[i], acc_half(i) ? c1 : c0, acc[i]);
+      for (int i = 0; i < 64; ++i) acc[i] += p[i] * (acc_half(i) ? c1 : c0) * cw;
     } else {
 #pragma unroll
       for (int i = 0; i < 64; ++i) acc[i] += p[i];
@@ -252,26 +254,26 @@ __device__ __forceinline__ void consume(Smem& sm, int wg, int kblocks, uint32_t&
   };
   /* Every point where control flow merges has the same groups in flight (pa's stage at the loop head, none
    * after the tail), so ptxas tracks the accumulators without serializing the wgmmas (no C7514 warning). */
-  float ca0 = 0.0f, ca1 = 0.0f, cb0 = 0.0f, cb1 = 0.0f;
-  issue(pa, 0, ca0, ca1);
+  float ca0 = 0.0f, ca1 = 0.0f, caw = 0.0f, cb0 = 0.0f, cb1 = 0.0f, cbw = 0.0f;
+  issue(pa, 0, ca0, ca1, caw);
   int kb = 0;
   for (; kb + 2 < kblocks; kb += 2) {
-    issue(pb, kb + 1, cb0, cb1);
+    issue(pb, kb + 1, cb0, cb1, cbw);
     wgmma_wait<1>();
-    retire(pa, kb, ca0, ca1);
-    issue(pa, kb + 2, ca0, ca1);
+    retire(pa, kb, ca0, ca1, caw);
+    issue(pa, kb + 2, ca0, ca1, caw);
     wgmma_wait<1>();
-    retire(pb, kb + 1, cb0, cb1);
+    retire(pb, kb + 1, cb0, cb1, cbw);
   }
   if (kb + 1 < kblocks) { /* two stages left: kb (in pa) and kb + 1 */
-    issue(pb, kb + 1, cb0, cb1);
+    issue(pb, kb + 1, cb0, cb1, cbw);
     wgmma_wait<1>();
-    retire(pa, kb, ca0, ca1);
+    retire(pa, kb, ca0, ca1, caw);
     wgmma_wait<0>();
-    retire(pb, kb + 1, cb0, cb1);
+    retire(pb, kb + 1, cb0, cb1, cbw);
   } else {
     wgmma_wait<0>();
-    retire(pa, kb, ca0, ca1);
+    retire(pa, kb, ca0, ca1, caw);
   }
   it += static_cast<uint32_t>(kblocks);
 #else
