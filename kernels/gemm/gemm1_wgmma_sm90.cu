@@ -116,7 +116,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       const int h = acc_half(i);
       float v = acc[i];
       if (SCALE == FP8MOE_SCALE_TENSOR) v = v * sxw;
-      else if (SCALE == FP8MOE_SCALE_ROW) v = v * sx[h] * kref_at(a.w_scale, e, nrow + acc_col(i, t));
+      else if (SCALE == FP8MOE_SCALE_ROW) v = v * sx[h] * scale_at<F32>(a.w_scale, e, nrow + acc_col(i, t), 0);
       acc[i] = a.token_weight ? v * tw[h] : v;
     }
     consumer_sync(); /* the previous item's requantization is done reading epi */
@@ -195,7 +195,9 @@ extern "C" int fp8moe_launch_gemm1_sm90(const fp8moe_gemm1_args* a, cudaStream_t
       if (a->x_scale.dt == FP8MOE_DT_F32 && a->w_scale.dt == FP8MOE_DT_F32)
         return static_cast<int>(launch<FP8MOE_SCALE_BLOCK, true>(*a, mw, grid, stream));
       return static_cast<int>(launch<FP8MOE_SCALE_BLOCK>(*a, mw, grid, stream));
-    case FP8MOE_SCALE_ROW: return static_cast<int>(launch<FP8MOE_SCALE_ROW>(*a, mw, grid, stream));
+    case FP8MOE_SCALE_ROW:
+      if (a->w_scale.dt == FP8MOE_DT_F32) return static_cast<int>(launch<FP8MOE_SCALE_ROW, true>(*a, mw, grid, stream));
+      return static_cast<int>(launch<FP8MOE_SCALE_ROW>(*a, mw, grid, stream));
     default: return static_cast<int>(launch<FP8MOE_SCALE_TENSOR>(*a, mw, grid, stream));
   }
 }
@@ -208,6 +210,8 @@ extern "C" int fp8moe_prepare_gemm1_sm90_smem(void) {
     e = cudaFuncSetAttribute(gemm1_wgmma_kernel<FP8MOE_SCALE_BLOCK, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
   if (e == cudaSuccess)
     e = cudaFuncSetAttribute(gemm1_wgmma_kernel<FP8MOE_SCALE_ROW, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+  if (e == cudaSuccess)
+    e = cudaFuncSetAttribute(gemm1_wgmma_kernel<FP8MOE_SCALE_ROW, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
   if (e == cudaSuccess)
     e = cudaFuncSetAttribute(gemm1_wgmma_kernel<FP8MOE_SCALE_TENSOR, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
   return static_cast<int>(e);

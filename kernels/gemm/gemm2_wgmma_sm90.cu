@@ -79,8 +79,8 @@ __global__ void __launch_bounds__(kThreads, 1)
           v0 *= st;
           v1 *= st;
         } else if (SCALE == FP8MOE_SCALE_ROW) {
-          v0 = v0 * sr[h] * kref_at(a.w_scale, e, col);
-          v1 = v1 * sr[h] * kref_at(a.w_scale, e, col + 1);
+          v0 = v0 * sr[h] * scale_at<F32>(a.w_scale, e, col, 0);
+          v1 = v1 * sr[h] * scale_at<F32>(a.w_scale, e, col + 1, 0);
         }
         if (slot[h] >= 0) *reinterpret_cast<uint32_t*>(a.y + static_cast<int64_t>(slot[h]) * a.H + col) = y_bf16x2(v0, v1);
       }
@@ -124,7 +124,9 @@ extern "C" int fp8moe_launch_gemm2_sm90(const fp8moe_gemm2_args* a, cudaStream_t
       if (a->a2_scale.dt == FP8MOE_DT_F32 && a->w_scale.dt == FP8MOE_DT_F32)
         return static_cast<int>(launch<FP8MOE_SCALE_BLOCK, true>(*a, ma, mw, grid, stream));
       return static_cast<int>(launch<FP8MOE_SCALE_BLOCK>(*a, ma, mw, grid, stream));
-    case FP8MOE_SCALE_ROW: return static_cast<int>(launch<FP8MOE_SCALE_ROW>(*a, ma, mw, grid, stream));
+    case FP8MOE_SCALE_ROW:
+      if (a->w_scale.dt == FP8MOE_DT_F32) return static_cast<int>(launch<FP8MOE_SCALE_ROW, true>(*a, ma, mw, grid, stream));
+      return static_cast<int>(launch<FP8MOE_SCALE_ROW>(*a, ma, mw, grid, stream));
     default: return static_cast<int>(launch<FP8MOE_SCALE_TENSOR>(*a, ma, mw, grid, stream));
   }
 }
@@ -137,6 +139,8 @@ extern "C" int fp8moe_prepare_gemm2_sm90_smem(void) {
     e = cudaFuncSetAttribute(gemm2_wgmma_kernel<FP8MOE_SCALE_BLOCK, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
   if (e == cudaSuccess)
     e = cudaFuncSetAttribute(gemm2_wgmma_kernel<FP8MOE_SCALE_ROW, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+  if (e == cudaSuccess)
+    e = cudaFuncSetAttribute(gemm2_wgmma_kernel<FP8MOE_SCALE_ROW, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
   if (e == cudaSuccess)
     e = cudaFuncSetAttribute(gemm2_wgmma_kernel<FP8MOE_SCALE_TENSOR, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
   return static_cast<int>(e);

@@ -173,9 +173,11 @@ __device__ __forceinline__ void wgmma_m64n128k32(float (&d)[64], uint64_t desc_a
 }
 #endif /* FP8MOE_SM90A */
 
-/* A block scale read in the main loop. F32: the tensor is fp32 (the launcher checked its dtype), one
- * read-only load; otherwise the generic dtype switch of kref_at. The switch costs ~140 instructions per stage
- * and warp (SASS of the three reads), more issue slots than the stage's wgmmas leave the consumer warps. */
+/* A scale read in the main loop (block scales) or per element in the epilogue (per-channel weight scales).
+ * F32: the tensor is fp32 (the launcher checked its dtype), one read-only load; otherwise the generic dtype
+ * switch of kref_at. The switch costs ~140 instructions per stage and warp for the three block-scale reads
+ * (SASS), more issue slots than the stage's wgmmas leave the consumer warps, and ~20 per element in the
+ * per-channel epilogue. */
 template <bool F32>
 __device__ __forceinline__ float scale_at(const fp8moe_kref& r, int64_t i0, int64_t i1, int64_t i2) {
   const int64_t off = i0 * r.s[0] + i1 * r.s[1] + i2 * r.s[2];
