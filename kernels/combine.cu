@@ -1,5 +1,5 @@
-/* combine.cu — the weighted combine: out[t,:] = Σ_k w[t,k]·y[row(t,k),:] over the token's local slots in
- * slot order, in fp32 (separately rounded multiply and add, as the CPU backend's C code does), rounded
+/* combine.cu — the weighted combine: out[t,:] = Σ_k w[t,k]·y[t·K+k,:] over the token's local slots
+ * (slot_row ≥ 0) in slot order (y is GEMM2's bf16 rows by slot, widened exactly), in fp32 (separately rounded multiply and add, as the CPU backend's C code does), rounded
  * once (RNE) to bf16/fp16/fp32. Weight 1 when the weight was applied to the input (weights NULL). Tokens
  * with no local slot get zeros. Launch: grid (T, H/1024), 256 threads of 4 columns each, so a token's slots load in parallel. */
 #include "common.cuh"
@@ -26,7 +26,7 @@ __global__ void __launch_bounds__(256) combine_kernel(fp8moe_combine_args a) {
 #pragma unroll 8
     for (int k = 0; k < a.K; ++k) {
       if (rows[k] < 0) continue;
-      const float4 y = *reinterpret_cast<const float4*>(a.y + static_cast<int64_t>(rows[k]) * a.H + h);
+      const float4 y = y_load4(a.y + (t * a.K + k) * a.H + h);
       const float w = ws[k];
       acc.x = __fadd_rn(acc.x, __fmul_rn(w, y.x));
       acc.y = __fadd_rn(acc.y, __fmul_rn(w, y.y));

@@ -42,6 +42,26 @@ __device__ __forceinline__ void store_out(void* p, int32_t dt, int64_t off, floa
   }
 }
 
+/* The slot outputs y of GEMM2 are stored as bf16 (docs/GPU.md "Workspace"): RNE, except that a finite
+ * value never becomes infinite (one above the largest finite bf16 keeps that, with its sign); NaN and ±Inf
+ * stay what they are, so the combine sees Inf/NaN exactly where the fp32 value had them. */
+constexpr float kBf16Max = 3.38953139e38f; /* 0x7F7F0000 */
+__device__ __forceinline__ float bf16_keep_finite(float v) {
+  return (fabsf(v) > kBf16Max && fabsf(v) < INFINITY) ? copysignf(kBf16Max, v) : v;
+}
+/* Two adjacent y values → one 32-bit word (low half = a). */
+__device__ __forceinline__ uint32_t y_bf16x2(float a, float b) {
+  const __nv_bfloat162 h = __floats2bfloat162_rn(bf16_keep_finite(a), bf16_keep_finite(b));
+  return *reinterpret_cast<const uint32_t*>(&h);
+}
+/* Four consecutive y values (8-byte aligned) → fp32. */
+__device__ __forceinline__ float4 y_load4(const uint16_t* p) {
+  const uint2 w = *reinterpret_cast<const uint2*>(p);
+  const float2 lo = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&w.x));
+  const float2 hi = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&w.y));
+  return make_float4(lo.x, lo.y, hi.x, hi.y);
+}
+
 /* Two fp32 values → two e4m3 codes (low byte = a), RNE, saturating to ±448, NaN → NaN. */
 __device__ __forceinline__ uint16_t e4m3x2(float a, float b) {
   return static_cast<uint16_t>(__nv_cvt_float2_to_fp8x2(make_float2(a, b), __NV_SATFINITE, __NV_E4M3));

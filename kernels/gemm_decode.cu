@@ -387,7 +387,10 @@ __device__ __forceinline__ void gemm2_item(const fp8moe_gemm2_args& a, Smem2& sm
 #pragma unroll
     for (int j = 0; j < 4; ++j) v[j] = v[j] * sr * kref_at(a.w_scale, e, n0 + c + j);
   }
-  *reinterpret_cast<float4*>(a.y + (row0 + r) * a.H + n0 + c) = make_float4(v[0], v[1], v[2], v[3]);
+  const int32_t slot = a.sorted_slots[row0 + r]; /* y is by slot; padding rows are not stored */
+  if (slot >= 0)
+    *reinterpret_cast<uint2*>(a.y + static_cast<int64_t>(slot) * a.H + n0 + c) =
+        make_uint2(y_bf16x2(v[0], v[1]), y_bf16x2(v[2], v[3]));
 }
 
 template <int SCALE>

@@ -185,7 +185,9 @@ typedef struct fp8moe_quantize_rows_args {
 } fp8moe_quantize_rows_args;
 int fp8moe_launch_quantize_rows(const fp8moe_quantize_rows_args* a, cudaStream_t stream);
 
-/* ---- GEMM2 (kernels/gemm/gemm2_*.cu): grouped a2·W2ᵀ into fp32 rows; two kernels as GEMM1 ---- */
+/* ---- GEMM2 (kernels/gemm/gemm2_*.cu): grouped a2·W2ᵀ, accumulated in fp32 and stored as bf16, one
+ * y row per slot t*K+k (padding rows are not stored; the combine adds a token's K rows in fp32;
+ * docs/GPU.md "Workspace"); two kernels as GEMM1 ---- */
 typedef struct fp8moe_gemm2_args {
   const uint8_t* a2q;          /* [rows, I] */
   fp8moe_kref a2_scale;        /* TENSOR [0]; BLOCK [r*s0 + kb]; ROW [r*s0] */
@@ -196,7 +198,9 @@ typedef struct fp8moe_gemm2_args {
   const int32_t* num_tiles;
   int32_t H, I, scale_mode, max_tiles, tile_m;
   int32_t max_ctas;            /* persistent CTAs to launch at most */
-  float* y;                    /* [rows, H] */
+  const int32_t* sorted_slots; /* [rows]: the slot of each expert-sorted row, −1 for padding (permute.cu) */
+  uint16_t* y;                 /* [T*K, H] bf16 bits (common.cuh y_bf16x2), row = slot; rows of slots that
+                                  are not local are never written */
   int32_t E_local;
   void* tma_encode;            /* sm90 only, as GEMM1 */
 } fp8moe_gemm2_args;
@@ -212,7 +216,7 @@ int fp8moe_prepare_gemm_sm90(void** tma_encode);
 
 /* ---- combine.cu: out[t] = Σ_k w[t,k]·y[row(t,k)] in slot order ---- */
 typedef struct fp8moe_combine_args {
-  const float* y;
+  const uint16_t* y;           /* [T*K, H] bf16 bits by slot, written by GEMM2 for the local slots */
   const int32_t* slot_row;
   const float* weights;        /* [T*K], or NULL when the weight was applied to the input */
   int32_t T, H, K;

@@ -50,7 +50,7 @@ static void rows_are_consistent(void) {
   int32_t n = 0;
   const fp8moe_plan_row* rows = fp8moe_cuda_plan_rows(&n);
   EXPECT(n > 0, "the plan has no rows");
-  const int64_t tokens[] = {1, 64, 2048};
+  const int64_t tokens[] = {1, 64, 512, 2048};
   for (int32_t cc = 89; cc <= 120; ++cc)
     for (size_t t = 0; t < sizeof tokens / sizeof tokens[0]; ++t) {
       const fp8moe_problem p = problem(tokens[t], 7168, 2048, 256, 8, 0x10000);
@@ -115,6 +115,20 @@ static void picks(void) {
   EXPECT(fp8moe_cuda_plan_regime(&t32) == FP8MOE_M_SMALL && fp8moe_cuda_plan_tile_m(90, &t32) == 16 &&
              kernel_of(FP8MOE_GEMM1, 90, &t32, dec) == FP8MOE_GEMM_MMA_SYNC,
          "T=32 (one row per expert): SMALL, mma.sync");
+  /* MEDIUM (16 to 32 rows per expert): 64-row wgmma tiles on Hopper, whose fallback keeps 64-row tiles;
+   * 16-row mma.sync tiles on devices without the wgmma kernels. 15.9 rows per expert is still SMALL. */
+  const fp8moe_problem t512 = problem(512, 7168, 2048, 256, 8, 0x10000), t508 = problem(508, 7168, 2048, 256, 8, 0x10000);
+  EXPECT(fp8moe_cuda_plan_regime(&t512) == FP8MOE_M_MEDIUM && fp8moe_cuda_plan_tile_m(90, &t512) == 64 &&
+             kernel_of(FP8MOE_GEMM1, 90, &t512, dec) == FP8MOE_GEMM_WGMMA_SM90 &&
+             kernel_of(FP8MOE_GEMM2, 90, &t512, dec) == FP8MOE_GEMM_WGMMA_SM90,
+         "T=512 deepseek-v3 (16 rows per expert): MEDIUM, wgmma at 64-row tiles on Hopper");
+  EXPECT(kernel_of(FP8MOE_GEMM1, 90, &t512, dec & ~FP8MOE_PLAN_NEEDS_SM90_GEMM1) == FP8MOE_GEMM_MMA_SYNC,
+         "T=512 GEMM1 switched off: mma.sync");
+  EXPECT(fp8moe_cuda_plan_tile_m(89, &t512) == 16 && fp8moe_cuda_plan_tile_m(100, &t512) == 16 &&
+             kernel_of(FP8MOE_GEMM2, 100, &t512, dec) == FP8MOE_GEMM_MMA_SYNC,
+         "T=512 without the wgmma kernels: 16-row mma.sync tiles");
+  EXPECT(fp8moe_cuda_plan_regime(&t508) == FP8MOE_M_SMALL && fp8moe_cuda_plan_tile_m(90, &t508) == 16,
+         "T=508 (15.9 rows per expert): SMALL");
   const fp8moe_problem mis = problem(1, 7168, 2048, 256, 8, 0x10008);
   EXPECT(kernel_of(FP8MOE_GEMM1, 90, &mis, dec) == FP8MOE_GEMM_MMA_SYNC &&
              kernel_of(FP8MOE_GEMM2, 90, &mis, dec) == FP8MOE_GEMM_MMA_SYNC,

@@ -150,8 +150,8 @@ static void sweep(suite* s) {
 
 /* The kernel plan's large-M rows (docs/GPU.md): every format × activation × gate/up order with enough rows
  * per expert for 64-row tiles (on Hopper the wgmma kernels), both e4m3 and bf16 inputs and static and dynamic
- * scales; H = 384, where GEMM2 takes the mma.sync row (H not a multiple of 256) behind the wgmma GEMM1; and the
- * input-side token weight on an e4m3 input. */
+ * scales; H = 384, where GEMM2 takes the mma.sync row (H not a multiple of 256) behind the wgmma GEMM1; the
+ * input-side token weight on an e4m3 input; and the MEDIUM regime's 64-row tiles at 25 rows per expert. */
 static void plan_rows(suite* s) {
   static const int32_t formats[] = {FP8MOE_QUANT_FP8_PER_TENSOR, FP8MOE_QUANT_FP8_BLOCK128,
                                     FP8MOE_QUANT_FP8_PER_CHANNEL};
@@ -188,6 +188,24 @@ static void plan_rows(suite* s) {
     base_config(&c, FP8MOE_ROUTING_LLAMA4, formats[f], 3);
     c.T = 600;
     c.hidden_dtype = TEST_E4M3;
+    c.gate_up_order = f % 2 ? FP8MOE_GATE_UP_UP_FIRST : FP8MOE_GATE_UP_GATE_FIRST;
+    c.seed = 5000 + (uint64_t)i;
+    pg_problem p;
+    if (pg_generate(&p, &c) != 0) {
+      CHECK(0, "pg_generate failed");
+      continue;
+    }
+    compare_one(s, &p, "plan");
+    pg_free(&p);
+  }
+  /* The MEDIUM regime (16 to 32 rows per expert): T = 100, E = 16, K = 4 gives 25 rows per expert, the
+   * 64-row wgmma tiles on Hopper (each tile more than half padding), 16-row mma.sync tiles elsewhere. */
+  for (size_t f = 0; f < sizeof formats / sizeof formats[0]; ++f, ++i) {
+    if (s->quick && f != 1) continue;
+    pg_config c;
+    base_config(&c, FP8MOE_ROUTING_RENORMALIZE, formats[f], 3);
+    c.T = 100;
+    c.activation = f == 2 ? FP8MOE_ACTIVATION_GEGLU : FP8MOE_ACTIVATION_SWIGLU;
     c.gate_up_order = f % 2 ? FP8MOE_GATE_UP_UP_FIRST : FP8MOE_GATE_UP_GATE_FIRST;
     c.seed = 5000 + (uint64_t)i;
     pg_problem p;

@@ -65,7 +65,7 @@ __device__ __forceinline__ void produce(const fp8moe_gemm1_args& a, const CUtens
 }
 #endif
 
-template <int SCALE>
+template <int SCALE, bool F32>
 __global__ void __launch_bounds__(kThreads, 1)
     gemm1_wgmma_kernel(const __grid_constant__ fp8moe_gemm1_args a, const __grid_constant__ CUtensorMap map_w) {
 #if FP8MOE_SM90A
@@ -102,8 +102,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     /* Warpgroup 0: the gate rows, 1: the up rows of W13[e] for intermediate columns [n0, n0+128). */
     const int32_t nrow = ((wg == 0) == (a.gate_first != 0) ? 0 : a.I) + n0;
     float acc[64];
-    auto sa = [&](int h, int kb) { return tok[h] >= 0 ? kref_at(a.x_scale, tok[h], kb) : 0.0f; };
-    auto sb = [&](int kb) { return kref_at(a.w_scale, e, nrow / kBN, kb); };
+    auto sa = [&](int h, int kb) { return tok[h] >= 0 ? scale_at<F32>(a.x_scale, tok[h], kb, 0) : 0.0f; };
+    auto sb = [&](int kb) { return scale_at<F32>(a.w_scale, e, nrow / kBN, kb); };
     consume<SCALE == FP8MOE_SCALE_BLOCK>(sm, wg, kblocks, it, acc, sa, sb);
 
     float sxw = 0.0f, sx[2] = {0.0f, 0.0f};
@@ -116,7 +116,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       const int h = acc_half(i);
       float v = acc[i];
       if (SCALE == FP8MOE_SCALE_TENSOR) v = v * sxw;
-      else if (SCALE == FP8MOE_SCALE_ROW) v = v * sx[h] * kref_at(a.w_scale, e, nrow + acc_col(i, t));
+      else if (SCALE == FP8MOE_SCALE_ROW) v = v * sx[h] * scale_at<F32>(a.w_scale, e, nrow + acc_col(i, t), 0);
       acc[i] = a.token_weight ? v * tw[h] : v;
     }
     consumer_sync(); /* the previous item's requantization is done reading epi */
@@ -168,9 +168,9 @@ __global__ void __launch_bounds__(kThreads, 1)
 #endif
 }
 
-template <int SCALE>
+template <int SCALE, bool F32 = false>
 cudaError_t launch(const fp8moe_gemm1_args& a, const CUtensorMap& mw, dim3 grid, cudaStream_t stream) {
-  gemm1_wgmma_kernel<SCALE><<<grid, kThreads, kSmemBytes, stream>>>(a, mw);
+  gemm1_wgmma_kernel<SCALE, F32><<<grid, kThreads, kSmemBytes, stream>>>(a, mw);
   return cudaGetLastError();
 }
 
@@ -191,8 +191,13 @@ extern "C" int fp8moe_launch_gemm1_sm90(const fp8moe_gemm1_args* a, cudaStream_t
   const int64_t ctas_max = a->max_ctas / FP8MOE_GEMM1_CTAS_PER_SM;
   const dim3 grid(static_cast<unsigned>(items < ctas_max ? items : ctas_max));
   switch (a->scale_mode) {
-    case FP8MOE_SCALE_BLOCK: return static_cast<int>(launch<FP8MOE_SCALE_BLOCK>(*a, mw, grid, stream));
-    case FP8MOE_SCALE_ROW: return static_cast<int>(launch<FP8MOE_SCALE_ROW>(*a, mw, grid, stream));
+    case FP8MOE_SCALE_BLOCK:
+      if (a->x_scale.dt == FP8MOE_DT_F32 && a->w_scale.dt == FP8MOE_DT_F32)
+        return static_cast<int>(launch<FP8MOE_SCALE_BLOCK, true>(*a, mw, grid, stream));
+      return static_cast<int>(launch<FP8MOE_SCALE_BLOCK>(*a, mw, grid, stream));
+    case FP8MOE_SCALE_ROW:
+      if (a->w_scale.dt == FP8MOE_DT_F32) return static_cast<int>(launch<FP8MOE_SCALE_ROW, true>(*a, mw, grid, stream));
+      return static_cast<int>(launch<FP8MOE_SCALE_ROW>(*a, mw, grid, stream));
     default: return static_cast<int>(launch<FP8MOE_SCALE_TENSOR>(*a, mw, grid, stream));
   }
 }
@@ -200,10 +205,14 @@ extern "C" int fp8moe_launch_gemm1_sm90(const fp8moe_gemm1_args* a, cudaStream_t
 extern "C" int fp8moe_prepare_gemm1_sm90_smem(void) {
   using namespace fp8moe::sm90;
   const int bytes = static_cast<int>(kSmemBytes);
-  cudaError_t e = cudaFuncSetAttribute(gemm1_wgmma_kernel<FP8MOE_SCALE_BLOCK>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+  cudaError_t e = cudaFuncSetAttribute(gemm1_wgmma_kernel<FP8MOE_SCALE_BLOCK, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
   if (e == cudaSuccess)
-    e = cudaFuncSetAttribute(gemm1_wgmma_kernel<FP8MOE_SCALE_ROW>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+    e = cudaFuncSetAttribute(gemm1_wgmma_kernel<FP8MOE_SCALE_BLOCK, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
   if (e == cudaSuccess)
-    e = cudaFuncSetAttribute(gemm1_wgmma_kernel<FP8MOE_SCALE_TENSOR>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+    e = cudaFuncSetAttribute(gemm1_wgmma_kernel<FP8MOE_SCALE_ROW, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+  if (e == cudaSuccess)
+    e = cudaFuncSetAttribute(gemm1_wgmma_kernel<FP8MOE_SCALE_ROW, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+  if (e == cudaSuccess)
+    e = cudaFuncSetAttribute(gemm1_wgmma_kernel<FP8MOE_SCALE_TENSOR, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
   return static_cast<int>(e);
 }

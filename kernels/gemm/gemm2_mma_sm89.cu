@@ -1,7 +1,7 @@
 /* gemm2_mma_sm89.cu — grouped GEMM2: y[r, n] = a2q[r]·W2[e, n] dequantized (TENSOR: acc·(s_a2·s_w); BLOCK:
- * Σ_kb partial·s_a2[r,kb]·s_w[e,nb,kb]; ROW: acc·s_a2[r]·s_w[e,n]) in fp32, for the expert-sorted rows of
- * permute.cu. W2 is read in its natural layout (rows along I). y rows of padding are written too (zeros);
- * combine.cu reads only real rows. Launch: min(max_tiles·H/128, max_ctas) persistent CTAs of 256 threads
+ * Σ_kb partial·s_a2[r,kb]·s_w[e,nb,kb]; ROW: acc·s_a2[r]·s_w[e,n]) in fp32, stored as bf16, for the rows of
+ * permute.cu. W2 is read in its natural layout (rows along I). Each real row is stored (bf16) as y's row of
+ * its slot; padding rows are not stored. Launch: min(max_tiles·H/128, max_ctas) persistent CTAs of 256 threads
  * (two per SM) over (tile, column block) items, tiles of tile_m = 16 or 64 rows, 4 operand stages (≤ 110 KB
  * dynamic shared memory, raised once per device by fp8moe_prepare_gemm2). */
 #include "gemm_tile_mma_sm89.cuh"
@@ -46,7 +46,8 @@ __device__ __forceinline__ void gemm2_tile(const fp8moe_gemm2_args& a, Smem2<TM>
           v0 = v0 * sr * kref_at(a.w_scale, e, n0 + col);
           v1 = v1 * sr * kref_at(a.w_scale, e, n0 + col + 1);
         }
-        *reinterpret_cast<float2*>(a.y + (row0 + r) * a.H + n0 + col) = make_float2(v0, v1);
+        const int32_t slot = a.sorted_slots[row0 + r];
+        if (slot >= 0) *reinterpret_cast<uint32_t*>(a.y + static_cast<int64_t>(slot) * a.H + n0 + col) = y_bf16x2(v0, v1);
       }
 }
 

@@ -3,15 +3,20 @@
  * with the warp-specialized wgmma + TMA machinery of wgmma_sm90.cuh. a2q rows are contiguous and expert-sorted
  * (tile_m = 64), so the producer loads both operands by TMA: per stage one 64×128 box of a2q and two
  * 128×128 boxes of W2[e] (output columns n0 … n0+255), 40 KB, expect_tx on the stage's full barrier.
- * Persistent CTAs (one per SM, 384 threads) walk (tile, 256-column block) items column-block major over the
- * device-side num_tiles/tile_expert; consumer warpgroup w writes columns n0 + 128w … of the 64 rows. */
+ * Persistent CTAs (one per SM, 384 threads) walk (tile, 256-column block) items tile major over the
+ * device-side num_tiles/tile_expert; consumer warpgroup w writes columns n0 + 128w … of the 64 rows, as bf16
+ * into y's row of each row's slot (padding rows are not stored).
+ * Tile major: the CTAs of one wave share a few A tiles and one or two experts' W2 (at most 2 × 14.7 MB at
+ * deepseek-v3 sizes, inside the 50 MB L2), so DRAM sees each a2q row once and each W2 byte about once.
+ * Column-block major (the mma.sync kernel's order) re-reads all of a2q (rows·I bytes, 151 MB at deepseek-v3
+ * T = 8192, beyond L2) once per column block: 28 × 151 MB ≈ 4.2 GB, more than W2's 3.8 GB. */
 #include "wgmma_sm90.cuh"
 
 namespace fp8moe {
 namespace sm90 {
 namespace {
 
-template <int SCALE>
+template <int SCALE, bool F32>
 __global__ void __launch_bounds__(kThreads, 1)
     gemm2_wgmma_kernel(const __grid_constant__ fp8moe_gemm2_args a, const __grid_constant__ CUtensorMap map_a,
                        const __grid_constant__ CUtensorMap map_w) {
@@ -20,7 +25,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   Smem& sm = smem_of(smem_raw);
   init_barriers(sm, 1);
   const int32_t tiles = *a.num_tiles;
-  const int64_t items = static_cast<int64_t>(tiles) * (a.H / kGemm2Cols);
+  const int32_t col_blocks = a.H / kGemm2Cols;
+  const int64_t items = static_cast<int64_t>(tiles) * col_blocks;
   const int kblocks = a.I / kBK;
 
   if (threadIdx.x < 128) {
@@ -28,8 +34,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (threadIdx.x == 0) {
       uint32_t it = 0;
       for (int64_t w = blockIdx.x; w < items; w += gridDim.x) {
-        const int tile = static_cast<int>(w % tiles);
-        const int32_t n0 = static_cast<int32_t>(w / tiles) * kGemm2Cols;
+        const int tile = static_cast<int>(w / col_blocks);
+        const int32_t n0 = static_cast<int32_t>(w % col_blocks) * kGemm2Cols;
         const int32_t e = a.tile_expert[tile];
         for (int kb = 0; kb < kblocks; ++kb, ++it) {
           const int s = static_cast<int>(it % kStages);
@@ -48,13 +54,15 @@ __global__ void __launch_bounds__(kThreads, 1)
     const int rr[2] = {16 * q + g, 16 * q + g + 8};
     uint32_t it = 0;
     for (int64_t w = blockIdx.x; w < items; w += gridDim.x) {
-      const int tile = static_cast<int>(w % tiles);
-      const int32_t nb = static_cast<int32_t>(w / tiles) * kGemm2Cols + wg * kBN; /* this warpgroup's columns */
+      const int tile = static_cast<int>(w / col_blocks);
+      const int32_t nb = static_cast<int32_t>(w % col_blocks) * kGemm2Cols + wg * kBN; /* this warpgroup's columns */
       const int32_t e = a.tile_expert[tile];
       const int64_t row0 = static_cast<int64_t>(tile) * kBM;
+      /* The y rows (slots) of the thread's two rows, loaded before the main loop hides their latency. */
+      const int32_t slot[2] = {a.sorted_slots[row0 + rr[0]], a.sorted_slots[row0 + rr[1]]};
       float acc[64];
-      auto sa = [&](int h, int kb) { return kref_at(a.a2_scale, row0 + rr[h], kb); };
-      auto sb = [&](int kb) { return kref_at(a.w_scale, e, nb / kBN, kb); };
+      auto sa = [&](int h, int kb) { return scale_at<F32>(a.a2_scale, row0 + rr[h], kb, 0); };
+      auto sb = [&](int kb) { return scale_at<F32>(a.w_scale, e, nb / kBN, kb); };
       consume<SCALE == FP8MOE_SCALE_BLOCK>(sm, wg, kblocks, it, acc, sa, sb);
 
       float st = 0.0f, sr[2] = {0.0f, 0.0f};
@@ -71,10 +79,10 @@ __global__ void __launch_bounds__(kThreads, 1)
           v0 *= st;
           v1 *= st;
         } else if (SCALE == FP8MOE_SCALE_ROW) {
-          v0 = v0 * sr[h] * kref_at(a.w_scale, e, col);
-          v1 = v1 * sr[h] * kref_at(a.w_scale, e, col + 1);
+          v0 = v0 * sr[h] * scale_at<F32>(a.w_scale, e, col, 0);
+          v1 = v1 * sr[h] * scale_at<F32>(a.w_scale, e, col + 1, 0);
         }
-        *reinterpret_cast<float2*>(a.y + (row0 + rr[h]) * a.H + col) = make_float2(v0, v1);
+        if (slot[h] >= 0) *reinterpret_cast<uint32_t*>(a.y + static_cast<int64_t>(slot[h]) * a.H + col) = y_bf16x2(v0, v1);
       }
     }
   }
@@ -86,10 +94,10 @@ __global__ void __launch_bounds__(kThreads, 1)
 #endif
 }
 
-template <int SCALE>
+template <int SCALE, bool F32 = false>
 cudaError_t launch(const fp8moe_gemm2_args& a, const CUtensorMap& ma, const CUtensorMap& mw, dim3 grid,
                    cudaStream_t stream) {
-  gemm2_wgmma_kernel<SCALE><<<grid, kThreads, kSmemBytes, stream>>>(a, ma, mw);
+  gemm2_wgmma_kernel<SCALE, F32><<<grid, kThreads, kSmemBytes, stream>>>(a, ma, mw);
   return cudaGetLastError();
 }
 
@@ -112,8 +120,13 @@ extern "C" int fp8moe_launch_gemm2_sm90(const fp8moe_gemm2_args* a, cudaStream_t
   const int64_t ctas_max = a->max_ctas / FP8MOE_GEMM2_CTAS_PER_SM; /* one CTA per SM here */
   const dim3 grid(static_cast<unsigned>(items < ctas_max ? items : ctas_max));
   switch (a->scale_mode) {
-    case FP8MOE_SCALE_BLOCK: return static_cast<int>(launch<FP8MOE_SCALE_BLOCK>(*a, ma, mw, grid, stream));
-    case FP8MOE_SCALE_ROW: return static_cast<int>(launch<FP8MOE_SCALE_ROW>(*a, ma, mw, grid, stream));
+    case FP8MOE_SCALE_BLOCK:
+      if (a->a2_scale.dt == FP8MOE_DT_F32 && a->w_scale.dt == FP8MOE_DT_F32)
+        return static_cast<int>(launch<FP8MOE_SCALE_BLOCK, true>(*a, ma, mw, grid, stream));
+      return static_cast<int>(launch<FP8MOE_SCALE_BLOCK>(*a, ma, mw, grid, stream));
+    case FP8MOE_SCALE_ROW:
+      if (a->w_scale.dt == FP8MOE_DT_F32) return static_cast<int>(launch<FP8MOE_SCALE_ROW, true>(*a, ma, mw, grid, stream));
+      return static_cast<int>(launch<FP8MOE_SCALE_ROW>(*a, ma, mw, grid, stream));
     default: return static_cast<int>(launch<FP8MOE_SCALE_TENSOR>(*a, ma, mw, grid, stream));
   }
 }
@@ -121,10 +134,14 @@ extern "C" int fp8moe_launch_gemm2_sm90(const fp8moe_gemm2_args* a, cudaStream_t
 extern "C" int fp8moe_prepare_gemm2_sm90_smem(void) {
   using namespace fp8moe::sm90;
   const int bytes = static_cast<int>(kSmemBytes);
-  cudaError_t e = cudaFuncSetAttribute(gemm2_wgmma_kernel<FP8MOE_SCALE_BLOCK>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+  cudaError_t e = cudaFuncSetAttribute(gemm2_wgmma_kernel<FP8MOE_SCALE_BLOCK, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
   if (e == cudaSuccess)
-    e = cudaFuncSetAttribute(gemm2_wgmma_kernel<FP8MOE_SCALE_ROW>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+    e = cudaFuncSetAttribute(gemm2_wgmma_kernel<FP8MOE_SCALE_BLOCK, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
   if (e == cudaSuccess)
-    e = cudaFuncSetAttribute(gemm2_wgmma_kernel<FP8MOE_SCALE_TENSOR>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+    e = cudaFuncSetAttribute(gemm2_wgmma_kernel<FP8MOE_SCALE_ROW, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+  if (e == cudaSuccess)
+    e = cudaFuncSetAttribute(gemm2_wgmma_kernel<FP8MOE_SCALE_ROW, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+  if (e == cudaSuccess)
+    e = cudaFuncSetAttribute(gemm2_wgmma_kernel<FP8MOE_SCALE_TENSOR, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
   return static_cast<int>(e);
 }

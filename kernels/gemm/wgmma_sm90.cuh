@@ -136,7 +136,11 @@ __device__ __forceinline__ uint64_t desc_sw128(const void* tile) {
 
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void wgmma_wait0() { asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); }
+/* Waits until at most N committed wgmma groups of this warpgroup are still pending. */
+template <int N>
+__device__ __forceinline__ void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
 
 /* Keeps the compiler from moving accumulator reads or writes across wgmma issue and wait. */
 __device__ __forceinline__ void fence_regs(float (&d)[64]) {
@@ -169,6 +173,17 @@ __device__ __forceinline__ void wgmma_m64n128k32(float (&d)[64], uint64_t desc_a
 }
 #endif /* FP8MOE_SM90A */
 
+/* A scale read in the main loop (block scales) or per element in the epilogue (per-channel weight scales).
+ * F32: the tensor is fp32 (the launcher checked its dtype), one read-only load; otherwise the generic dtype
+ * switch of kref_at. The switch costs ~140 instructions per stage and warp for the three block-scale reads
+ * (SASS), more issue slots than the stage's wgmmas leave the consumer warps, and ~20 per element in the
+ * per-channel epilogue. */
+template <bool F32>
+__device__ __forceinline__ float scale_at(const fp8moe_kref& r, int64_t i0, int64_t i1, int64_t i2) {
+  const int64_t off = i0 * r.s[0] + i1 * r.s[1] + i2 * r.s[2];
+  return F32 ? __ldg(static_cast<const float*>(r.data) + off) : load_f32(r.data, r.dt, off);
+}
+
 /* Row of accumulator element i for this thread (rows r0 = 16q + g and r0 + 8), column offset. */
 __device__ __forceinline__ int acc_half(int i) { return (i >> 1) & 1; }
 __device__ __forceinline__ int acc_col(int i, int t) { return (i >> 2) * 8 + 2 * t + (i & 1); }
@@ -193,45 +208,76 @@ __device__ __forceinline__ void init_barriers(Smem& sm, uint32_t full_count) {
 
 /* Consumer main loop for one work item: kblocks stages starting at ring position `it`. Hopper's fp8 wgmma
  * keeps a narrower-than-fp32 accumulator (~14 bits of mantissa in the additions), so every stage's 128-K sum
- * starts from zero in `part` and is promoted into the fp32 `acc` by ordinary FADD/FFMA, for every format:
- * BLOCK acc += part·sa(row)·sb (sa(h, kb) for the thread's two rows, sb(kb) for its B tile), otherwise
- * acc += part (the scales apply once, in the epilogue). Arrives on `empty` once the stage is read. */
+ * starts from zero in a partial accumulator and is promoted into the fp32 `acc` by ordinary FMUL/FFMA/FADD,
+ * for every format: BLOCK acc += (part·sa(h, kb))·sb(kb) (the thread's two rows, its B tile; the CPU
+ * backend's association, so a product overflows exactly where it does there), otherwise acc += part (the
+ * scales apply once, in the epilogue).
+ * Two partial accumulators alternate so the tensor cores never wait for a promotion: stage kb+1's wgmmas are
+ * issued (committed as their own group) before stage kb is promoted, and `wgmma.wait_group 1` retires only
+ * stage kb's group; its shared-memory stage is released (empty arrive) right after that wait. The loop is
+ * unrolled by two so each partial accumulator stays a fixed register array. kblocks ≥ 1. */
 template <bool BLOCK, class RowScale, class BScale>
 __device__ __forceinline__ void consume(Smem& sm, int wg, int kblocks, uint32_t& it, float (&acc)[64],
                                         RowScale sa, BScale sb) {
 #if FP8MOE_SM90A
-  float part[64];
+  float pa[64], pb[64];
 #pragma unroll
-  for (int i = 0; i < 64; ++i) {
-    part[i] = 0.0f;
-    acc[i] = 0.0f;
-  }
-  for (int kb = 0; kb < kblocks; ++kb, ++it) {
-    float s0 = 0.0f, s1 = 0.0f, sw = 0.0f;
-    if (BLOCK) { /* issued before the wait: the loads overlap it */
-      s0 = sa(0, kb);
-      s1 = sa(1, kb);
-      sw = sb(kb);
+  for (int i = 0; i < 64; ++i) acc[i] = 0.0f;
+  /* Issues stage kb's four wgmmas into p as one group; the block scales (c0, c1: the row scales of the
+   * thread's rows r0 and r0 + 8; cw: the weight-block scale) are loaded before the barrier wait, so they
+   * overlap it and the wgmmas. */
+  auto issue = [&](float (&p)[64], int kb, float& c0, float& c1, float& cw) {
+    if (BLOCK) {
+      cw = sb(kb);
+      c0 = sa(0, kb);
+      c1 = sa(1, kb);
     }
-    const int s = static_cast<int>(it % kStages);
-    mbar_wait(&sm.full[s], (it / kStages) & 1u);
+    const uint32_t pos = it + static_cast<uint32_t>(kb);
+    const int s = static_cast<int>(pos % kStages);
+    mbar_wait(&sm.full[s], (pos / kStages) & 1u);
     const uint64_t da = desc_sw128(sm.st[s].a), db = desc_sw128(sm.st[s].b[wg]);
     wgmma_fence();
-    fence_regs(part);
+    fence_regs(p);
 #pragma unroll
-    for (int kk = 0; kk < kBK / 32; ++kk) wgmma_m64n128k32(part, da + 2 * kk, db + 2 * kk, kk > 0);
+    for (int kk = 0; kk < kBK / 32; ++kk) wgmma_m64n128k32(p, da + 2 * kk, db + 2 * kk, kk > 0);
     wgmma_commit();
-    wgmma_wait0();
-    fence_regs(part);
-    mbar_arrive(&sm.empty[s]);
+  };
+  /* After the wait that completed stage kb's group: release its stage, promote p. */
+  auto retire = [&](float (&p)[64], int kb, float c0, float c1, float cw) {
+    fence_regs(p);
+    mbar_arrive(&sm.empty[(it + static_cast<uint32_t>(kb)) % kStages]);
     if (BLOCK) {
 #pragma unroll
-      for (int i = 0; i < 64; ++i) acc[i] += part[i] * (acc_half(i) ? s1 : s0) * sw;
+      for (int i = 0; i < 64; ++i) acc[i] += p[i] * (acc_half(i) ? c1 : c0) * cw;
     } else {
 #pragma unroll
-      for (int i = 0; i < 64; ++i) acc[i] += part[i];
+      for (int i = 0; i < 64; ++i) acc[i] += p[i];
     }
+  };
+  /* Every point where control flow merges has the same groups in flight (pa's stage at the loop head, none
+   * after the tail), so ptxas tracks the accumulators without serializing the wgmmas (no C7514 warning). */
+  float ca0 = 0.0f, ca1 = 0.0f, caw = 0.0f, cb0 = 0.0f, cb1 = 0.0f, cbw = 0.0f;
+  issue(pa, 0, ca0, ca1, caw);
+  int kb = 0;
+  for (; kb + 2 < kblocks; kb += 2) {
+    issue(pb, kb + 1, cb0, cb1, cbw);
+    wgmma_wait<1>();
+    retire(pa, kb, ca0, ca1, caw);
+    issue(pa, kb + 2, ca0, ca1, caw);
+    wgmma_wait<1>();
+    retire(pb, kb + 1, cb0, cb1, cbw);
   }
+  if (kb + 1 < kblocks) { /* two stages left: kb (in pa) and kb + 1 */
+    issue(pb, kb + 1, cb0, cb1, cbw);
+    wgmma_wait<1>();
+    retire(pa, kb, ca0, ca1, caw);
+    wgmma_wait<0>();
+    retire(pb, kb + 1, cb0, cb1, cbw);
+  } else {
+    wgmma_wait<0>();
+    retire(pa, kb, ca0, ca1, caw);
+  }
+  it += static_cast<uint32_t>(kblocks);
 #else
   (void)sm; (void)wg; (void)kblocks; (void)it; (void)acc; (void)sa; (void)sb;
 #endif

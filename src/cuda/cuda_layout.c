@@ -1,9 +1,9 @@
 /* cuda_layout.c — the CUDA backend's workspace layout, a pure function of the problem's sizes and
  * formats (never of tensor data), so query_workspace and run agree. The row count bounds the padded
  * expert-sorted rows for any routing: Σ_e ceil(n_e / tile_m)·tile_m ≤ T·K + E_local·(tile_m − 1). The tile
- * height follows the average rows per expert, T·K/E: below 32, 64-row tiles would be mostly padding (and
- * the MMAs on it are the cost at decode), so 16-row tiles are used; the kernel plan (cuda_plan.c) owns that
- * choice. */
+ * height follows the average rows per expert, T·K/E: below 16 (below 32 without the wgmma kernels), 64-row
+ * tiles would be mostly padding (and the MMAs on it are the cost at decode), so 16-row tiles are used; the
+ * kernel plan (cuda_plan.c) owns that choice. y is per slot (T·K rows of H bf16), not per padded row. */
 #include "cuda_internal.h"
 #include "cuda_plan.h"
 #include "kernels_internal.h"
@@ -41,6 +41,6 @@ void fp8moe_cuda_layout_make(const fp8moe_problem* p, int32_t cc, fp8moe_cuda_la
   l->inter = deferred ? take(&c, rows * I * 4) : 0;
   l->row_amax_bytes = fmt == FP8MOE_QUANT_FP8_PER_CHANNEL ? rows * 4 : 0;
   l->row_amax = l->row_amax_bytes ? take(&c, l->row_amax_bytes) : 0;
-  l->y = take(&c, rows * H * 4);
+  l->y = take(&c, TK * H * 2); /* bf16 slot outputs, one row per slot (docs/GPU.md "Workspace") */
   l->total = c;
 }

@@ -41,6 +41,26 @@ static const fp8moe_plan_row k_rows[] = {
      "fallback: mma.sync 64×(2×128), any layout, any sm_89+"},
     {FP8MOE_GEMM2, 89, 999, FP8MOE_M_LARGE, FP8MOE_GEMM_MMA_SYNC, 64, 4, 0,
      "fallback: mma.sync 64×128, any layout, any sm_89+"},
+    /* 16 to 32 rows per expert (deepseek-v3 / kimi-k2 at T = 512): on Hopper the 64-row wgmma tiles, 2 to 4
+     * times padding, still beat 16-row mma.sync tiles (docs/GPU.md "Kernel plan" has the arithmetic); the
+     * Hopper fallback keeps the same tile height (one tile_m per device and regime), other devices keep 16
+     * (their rows skip cc 9.0 for that reason). */
+    {FP8MOE_GEMM1, 90, 90, FP8MOE_M_MEDIUM, FP8MOE_GEMM_WGMMA_SM90, 64, 4, TMA_W13 | TMA_ENC | ON1,
+     "Hopper, 16–32 rows/expert: the LARGE wgmma GEMM1"},
+    {FP8MOE_GEMM2, 90, 90, FP8MOE_M_MEDIUM, FP8MOE_GEMM_WGMMA_SM90, 64, 4, TMA_W2 | H256 | TMA_ENC | ON2,
+     "Hopper, 16–32 rows/expert: the LARGE wgmma GEMM2"},
+    {FP8MOE_GEMM1, 90, 90, FP8MOE_M_MEDIUM, FP8MOE_GEMM_MMA_SYNC, 64, 4, 0,
+     "Hopper fallback at 16–32 rows/expert: mma.sync at the layout's 64-row tiles"},
+    {FP8MOE_GEMM2, 90, 90, FP8MOE_M_MEDIUM, FP8MOE_GEMM_MMA_SYNC, 64, 4, 0,
+     "Hopper fallback at 16–32 rows/expert: mma.sync at the layout's 64-row tiles"},
+    {FP8MOE_GEMM1, 89, 89, FP8MOE_M_MEDIUM, FP8MOE_GEMM_MMA_SYNC, 16, 4, 0,
+     "16–32 rows/expert without wgmma (8.9): 16-row mma.sync tiles"},
+    {FP8MOE_GEMM2, 89, 89, FP8MOE_M_MEDIUM, FP8MOE_GEMM_MMA_SYNC, 16, 4, 0,
+     "16–32 rows/expert without wgmma (8.9): 16-row mma.sync tiles"},
+    {FP8MOE_GEMM1, 91, 999, FP8MOE_M_MEDIUM, FP8MOE_GEMM_MMA_SYNC, 16, 4, 0,
+     "16–32 rows/expert without wgmma (after 9.0): 16-row mma.sync tiles"},
+    {FP8MOE_GEMM2, 91, 999, FP8MOE_M_MEDIUM, FP8MOE_GEMM_MMA_SYNC, 16, 4, 0,
+     "16–32 rows/expert without wgmma (after 9.0): 16-row mma.sync tiles"},
     {FP8MOE_GEMM1, 89, 999, FP8MOE_M_SMALL, FP8MOE_GEMM_MMA_SYNC, 16, 4, 0,
      "decode: 16-row tiles waste least on padding"},
     {FP8MOE_GEMM2, 89, 999, FP8MOE_M_SMALL, FP8MOE_GEMM_MMA_SYNC, 16, 4, 0,
@@ -53,10 +73,12 @@ const fp8moe_plan_row* fp8moe_cuda_plan_rows(int32_t* count) {
 }
 
 fp8moe_m_regime fp8moe_cuda_plan_regime(const fp8moe_problem* p) {
-  /* Below 32 rows per expert on average, 64-row tiles would be mostly padding (docs/GPU.md). */
+  /* Below 16 rows per expert on average, 64-row tiles would be mostly padding; 16 to 32 is MEDIUM, where
+   * only the wgmma kernels make 64-row tiles pay (docs/GPU.md). */
   const size_t rows = (size_t)p->T * (size_t)p->K, e = (size_t)p->E;
   if (2 * rows <= e) return FP8MOE_M_TINY;
-  return rows < 32 * e ? FP8MOE_M_SMALL : FP8MOE_M_LARGE;
+  if (rows < 16 * e) return FP8MOE_M_SMALL;
+  return rows < 32 * e ? FP8MOE_M_MEDIUM : FP8MOE_M_LARGE;
 }
 
 static int row_matches(const fp8moe_plan_row* r, int32_t gemm, int32_t cc, int32_t regime) {

@@ -19,8 +19,16 @@ typedef enum fp8moe_gemm_kernel {
 } fp8moe_gemm_kernel;
 
 /* M regimes by the average routed rows per expert T·K/E: at most one half is TINY (most experts get no row,
- * the hit ones one: decode), below 32 SMALL, otherwise LARGE. TINY and SMALL share the 16-row tile. */
-typedef enum fp8moe_m_regime { FP8MOE_M_SMALL = 0, FP8MOE_M_LARGE = 1, FP8MOE_M_TINY = 2 } fp8moe_m_regime;
+ * the hit ones one: decode), below 16 SMALL, 16 to 32 MEDIUM, otherwise LARGE. TINY and SMALL share the
+ * 16-row tile; MEDIUM takes 64-row tiles where the wgmma kernels exist (compute capability 9.0: four times
+ * the tensor-core work of 16-row tiles, at several times the mma.sync rate, and every expert's weights
+ * streamed once instead of about 1.5 times; docs/GPU.md) and 16-row tiles elsewhere. */
+typedef enum fp8moe_m_regime {
+  FP8MOE_M_SMALL = 0,
+  FP8MOE_M_LARGE = 1,
+  FP8MOE_M_TINY = 2,
+  FP8MOE_M_MEDIUM = 3
+} fp8moe_m_regime;
 
 /* Requirements a row may state (bit mask), checked against the problem at run time. */
 #define FP8MOE_PLAN_NEEDS_TMA_W13 1u  /* w13 base 16-byte aligned, row and expert strides multiples of 16 */

@@ -294,7 +294,8 @@ static int32_t experts(const fp8moe_cuda_impl* impl, const fp8moe_problem* p, co
   g2.max_tiles = g->max_tiles;
   g2.tile_m = g->tile_m;
   g2.max_ctas = decode ? impl->decode_ctas2 : impl->sm_count * FP8MOE_GEMM2_CTAS_PER_SM;
-  g2.y = (float*)(ws + l->y);
+  g2.sorted_slots = g->sorted_slots;
+  g2.y = (uint16_t*)(ws + l->y);
   g2.E_local = p->E_local;
   g2.tma_encode = impl->tma_encode;
   if (decode) return check(fp8moe_launch_gemm2_decode(&g2, g->sorted_slots, s), "GEMM2", err);
@@ -306,7 +307,7 @@ static int32_t combine(const fp8moe_problem* p, const fp8moe_cuda_layout* l, cha
                        fp8moe_err* err) {
   fp8moe_combine_args a;
   memset(&a, 0, sizeof a);
-  a.y = (const float*)(ws + l->y);
+  a.y = (const uint16_t*)(ws + l->y);
   a.slot_row = (const int32_t*)(ws + l->slot_row);
   a.weights = p->weight_on_input ? NULL : (const float*)(ws + l->weights);
   a.T = (int32_t)p->T;
