@@ -41,11 +41,12 @@ static int flushed_replay(bench_timer* t, cudaGraphExec_t exec, int i) {
 
 /* Warm-up until the clocks have settled: under sustained load the H200 leaves its boost state after a few
  * tens of milliseconds, and a point timed across that step is bimodal (docs/PERFORMANCE.md, run-to-run
- * spread). Batches double until `warmup` replays and `warmup_ms` of device time are both behind. */
+ * spread). `warmup` replays first, then batches sized from the measured replay time until warmup_ms of
+ * device time are behind. */
 static int warm_up(bench_timer* t, cudaGraphExec_t exec, int warmup, int warmup_ms) {
   double spent_ms = 0;
   int done = 0;
-  for (int batch = warmup > 0 ? warmup : 1; done < warmup || spent_ms < warmup_ms; batch = batch < 2048 ? 2 * batch : batch) {
+  for (int batch = warmup > 0 ? warmup : 1; batch > 0;) {
     if (cudaEventRecord(t->ev[0], t->stream) != cudaSuccess) return -1;
     for (int i = 0; i < batch; ++i)
       if (flushed_replay(t, exec, done + i) != 0) return -1;
@@ -55,6 +56,9 @@ static int warm_up(bench_timer* t, cudaGraphExec_t exec, int warmup, int warmup_
       return -1;
     spent_ms += ms;
     done += batch;
+    const double per_ms = ms > 0 ? ms / batch : 1e-3, left_ms = warmup_ms - spent_ms;
+    const double more = left_ms > 0 ? left_ms / per_ms + 1 : 0;
+    batch = more > 100000 ? 100000 : (int)more;
   }
   return 0;
 }

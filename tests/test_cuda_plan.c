@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "contract_internal.h"
 #include "cuda_plan.h"
 #include "kernels_internal.h"
 #include "plugin_host.h"
@@ -25,6 +26,8 @@ static fp8moe_problem problem(int64_t T, int64_t H, int64_t I, int32_t E, int32_
   p.E = E;
   p.E_local = E;
   p.K = K;
+  p.quant_format = FP8MOE_QUANT_FP8_PER_TENSOR;
+  p.geom = *fp8moe_contract_quant_geometry(FP8MOE_QUANT_FP8_PER_TENSOR);
   fp8moe_view* w[2] = {&p.w13, &p.w2};
   const int64_t n[2] = {2 * I, H}, k[2] = {H, I};
   for (int i = 0; i < 2; ++i) {
@@ -135,9 +138,11 @@ static void picks(void) {
          "8-byte aligned weights: mma.sync pair");
   fp8moe_problem wide = problem(1, 128 * 129, 2048, 256, 8, 0x10000);
   wide.quant_format = FP8MOE_QUANT_FP8_BLOCK128;
+  wide.geom = *fp8moe_contract_quant_geometry(FP8MOE_QUANT_FP8_BLOCK128);
   EXPECT(kernel_of(FP8MOE_GEMM1, 90, &wide, dec) == FP8MOE_GEMM_MMA_SYNC,
          "block scales with 129 K blocks: beyond the decode kernels' scale staging");
   wide.quant_format = FP8MOE_QUANT_FP8_PER_TENSOR;
+  wide.geom = *fp8moe_contract_quant_geometry(FP8MOE_QUANT_FP8_PER_TENSOR);
   EXPECT(kernel_of(FP8MOE_GEMM1, 90, &wide, dec) == FP8MOE_GEMM_DECODE, "per-tensor: no scale staging limit");
 }
 

@@ -21,7 +21,9 @@ void fp8moe_cuda_layout_make(const fp8moe_problem* p, int32_t cc, fp8moe_cuda_la
   l->max_tiles = (int64_t)((TK + (size_t)l->tile_m - 1) / (size_t)l->tile_m) + p->E_local;
   l->rows = l->max_tiles * l->tile_m;
   const size_t rows = (size_t)l->rows;
-  const int32_t fmt = p->quant_format;
+  /* Scale arrays per the format's geometry (quant_geometry_internal.h); per-tensor scales live in the scalars. */
+  const size_t xs_per_row = (size_t)fp8moe_act_scales_per_row(&p->geom, p->H);
+  const size_t a2s_per_row = (size_t)fp8moe_act_scales_per_row(&p->geom, p->I);
   size_t c = 0;
   l->scalars = take(&c, FP8MOE_CUDA_S_WORDS * 4);
   l->ids = take(&c, TK * 4);
@@ -31,15 +33,13 @@ void fp8moe_cuda_layout_make(const fp8moe_problem* p, int32_t cc, fp8moe_cuda_la
   l->tile_expert = take(&c, (size_t)l->max_tiles * 4);
   l->xq = p->hidden_is_fp8 ? 0 : take(&c, (size_t)p->T * H);
   l->xs = 0;
-  if (!p->hidden_is_fp8 && fmt == FP8MOE_QUANT_FP8_BLOCK128) l->xs = take(&c, (size_t)p->T * (H / 128) * 4);
-  if (!p->hidden_is_fp8 && fmt == FP8MOE_QUANT_FP8_PER_CHANNEL) l->xs = take(&c, (size_t)p->T * 4);
+  if (!p->hidden_is_fp8 && xs_per_row) l->xs = take(&c, (size_t)p->T * xs_per_row * 4);
   l->a2q = take(&c, rows * I);
   l->a2s = 0;
-  if (fmt == FP8MOE_QUANT_FP8_BLOCK128) l->a2s = take(&c, rows * (I / 128) * 4);
-  if (fmt == FP8MOE_QUANT_FP8_PER_CHANNEL) l->a2s = take(&c, rows * 4);
-  const int deferred = fmt == FP8MOE_QUANT_FP8_PER_CHANNEL || (fmt == FP8MOE_QUANT_FP8_PER_TENSOR && !p->a2_static);
+  if (a2s_per_row) l->a2s = take(&c, rows * a2s_per_row * 4);
+  const int deferred = p->requant == FP8MOE_REQUANT_TENSOR || p->requant == FP8MOE_REQUANT_ROW;
   l->inter = deferred ? take(&c, rows * I * 4) : 0;
-  l->row_amax_bytes = fmt == FP8MOE_QUANT_FP8_PER_CHANNEL ? rows * 4 : 0;
+  l->row_amax_bytes = p->requant == FP8MOE_REQUANT_ROW ? rows * 4 : 0;
   l->row_amax = l->row_amax_bytes ? take(&c, l->row_amax_bytes) : 0;
   l->y = take(&c, TK * H * 2); /* bf16 slot outputs, one row per slot (docs/GPU.md "Workspace") */
   l->total = c;

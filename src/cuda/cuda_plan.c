@@ -118,8 +118,8 @@ static int rows_aligned16(const fp8moe_view* v) {
 static int decode_shapes_ok(const fp8moe_problem* p) {
   if (!rows_aligned16(&p->w13) || !rows_aligned16(&p->w2)) return 0;
   if (p->hidden_is_fp8 && !rows_aligned16(&p->hidden_states)) return 0;
-  return p->quant_format != FP8MOE_QUANT_FP8_BLOCK128 ||
-         (p->H / 128 <= FP8MOE_DECODE_MAX_KBLOCKS && p->I / 128 <= FP8MOE_DECODE_MAX_KBLOCKS);
+  return p->geom.weight != FP8MOE_GRAN_BLOCK ||
+         (p->H / p->geom.w_k <= FP8MOE_DECODE_MAX_KBLOCKS && p->I / p->geom.w_k <= FP8MOE_DECODE_MAX_KBLOCKS);
 }
 
 uint32_t fp8moe_cuda_plan_offers(const fp8moe_problem* p, uint32_t context_offers) {

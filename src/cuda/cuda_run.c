@@ -47,9 +47,10 @@ static int32_t check(int rc, const char* stage, fp8moe_err* err) {
   return FP8MOE_STATUS_OK;
 }
 
-static int32_t scale_mode(int32_t fmt) {
-  if (fmt == FP8MOE_QUANT_FP8_BLOCK128) return FP8MOE_SCALE_BLOCK;
-  if (fmt == FP8MOE_QUANT_FP8_PER_CHANNEL) return FP8MOE_SCALE_ROW;
+/* The kernels' name for the weight-scale geometry (their block is FP8MOE_GEMM_TILE_K wide; checked in run). */
+static int32_t weight_scale_mode(const fp8moe_quant_geometry* g) {
+  if (g->weight == FP8MOE_GRAN_BLOCK) return FP8MOE_SCALE_BLOCK;
+  if (g->weight == FP8MOE_GRAN_ROW) return FP8MOE_SCALE_ROW;
   return FP8MOE_SCALE_TENSOR;
 }
 
@@ -109,8 +110,8 @@ static int quantize_args_of(const fp8moe_problem* p, const fp8moe_cuda_layout* l
     g->x = (const uint8_t*)p->hidden_states.data;
     g->x_stride = p->hidden_states.strides[0];
     g->x_scale = kref_of(&p->hidden_scale);
-    if (p->quant_format != FP8MOE_QUANT_FP8_BLOCK128) g->x_scale.s[1] = 0; /* [T,1] reads column 0 */
-    if (p->quant_format == FP8MOE_QUANT_FP8_PER_TENSOR) g->x_scale.s[0] = 0;
+    if (p->geom.act != FP8MOE_GRAN_BLOCK) g->x_scale.s[1] = 0; /* [T,1] reads column 0 */
+    if (p->geom.act == FP8MOE_GRAN_TENSOR) g->x_scale.s[0] = 0;
     return 0;
   }
   a->hidden = kref_of(&p->hidden_states);
@@ -122,13 +123,13 @@ static int quantize_args_of(const fp8moe_problem* p, const fp8moe_cuda_layout* l
   a->xq = (uint8_t*)(ws + l->xq);
   g->x = a->xq;
   g->x_stride = p->H;
-  switch (p->quant_format) {
-    case FP8MOE_QUANT_FP8_BLOCK128:
+  switch (p->geom.act) {
+    case FP8MOE_GRAN_BLOCK:
       a->mode = FP8MOE_ACTQ_GROUP128;
       a->xs = (float*)(ws + l->xs);
-      g->x_scale = kref_f32(a->xs, p->H / 128, 1);
+      g->x_scale = kref_f32(a->xs, p->H / p->geom.act_k, 1);
       break;
-    case FP8MOE_QUANT_FP8_PER_CHANNEL:
+    case FP8MOE_GRAN_ROW:
       a->mode = FP8MOE_ACTQ_ROW;
       a->xs = (float*)(ws + l->xs);
       g->x_scale = kref_f32(a->xs, 1, 0);
@@ -209,7 +210,13 @@ static int32_t experts(const fp8moe_cuda_impl* impl, const fp8moe_problem* p, co
                        fp8moe_gemm1_args* g, fp8moe_err* err) {
   uint32_t* words = (uint32_t*)(ws + l->scalars);
   const int32_t* num_tiles = (const int32_t*)words + FP8MOE_CUDA_S_NUM_TILES;
-  const int32_t fmt = p->quant_format;
+  const fp8moe_quant_geometry* geo = &p->geom;
+  RETURN_IF((geo->weight == FP8MOE_GRAN_BLOCK && (geo->w_n != FP8MOE_GEMM_TILE_N || geo->w_k != FP8MOE_GEMM_TILE_K)) ||
+                (geo->act == FP8MOE_GRAN_BLOCK && geo->act_k != FP8MOE_GEMM_TILE_K),
+            err, FP8MOE_STATUS_INTERNAL,
+            "run: quantization geometry the CUDA kernels do not cover; got %dx%d weight blocks and 1x%d groups; "
+            "expected %dx%d and 1x%d",
+            (int)geo->w_n, (int)geo->w_k, (int)geo->act_k, FP8MOE_GEMM_TILE_N, FP8MOE_GEMM_TILE_K, FP8MOE_GEMM_TILE_K);
   g->w = (const uint8_t*)p->w13.data;
   g->w_stride_e = p->w13.strides[0];
   g->w_stride_n = p->w13.strides[1];
@@ -221,7 +228,7 @@ static int32_t experts(const fp8moe_cuda_impl* impl, const fp8moe_problem* p, co
   g->H = (int32_t)p->H;
   g->I = (int32_t)p->I;
   g->K = p->K;
-  g->scale_mode = scale_mode(fmt);
+  g->scale_mode = weight_scale_mode(&p->geom);
   g->activation = p->activation;
   g->gate_first = p->gate_up_order == FP8MOE_GATE_UP_GATE_FIRST;
   g->a2q = (uint8_t*)(ws + l->a2q);
@@ -239,17 +246,17 @@ static int32_t experts(const fp8moe_cuda_impl* impl, const fp8moe_problem* p, co
 
   fp8moe_gemm2_args g2;
   memset(&g2, 0, sizeof g2);
-  if (fmt == FP8MOE_QUANT_FP8_BLOCK128) {
+  if (p->requant == FP8MOE_REQUANT_GROUP) {
     g->requant = FP8MOE_REQ_FUSED_GROUP;
     g->a2s = (float*)(ws + l->a2s);
-    g2.a2_scale = kref_f32(g->a2s, p->I / 128, 1);
-  } else if (fmt == FP8MOE_QUANT_FP8_PER_TENSOR && p->a2_static) {
+    g2.a2_scale = kref_f32(g->a2s, p->I / p->geom.act_k, 1);
+  } else if (p->requant == FP8MOE_REQUANT_STATIC) {
     g->requant = FP8MOE_REQ_FUSED_STATIC;
     g->a2_static = kref_of(&p->a2_scale);
     g->a2_static.s[0] = 0;
     g2.a2_scale = g->a2_static;
   } else {
-    const int per_row = fmt == FP8MOE_QUANT_FP8_PER_CHANNEL;
+    const int per_row = p->requant == FP8MOE_REQUANT_ROW;
     g->requant = per_row ? FP8MOE_REQ_DEFERRED_ROW : FP8MOE_REQ_DEFERRED_TENSOR;
     g->inter = (float*)(ws + l->inter);
     g->amax = per_row ? (uint32_t*)(ws + l->row_amax) : words + FP8MOE_CUDA_S_A2_AMAX;
