@@ -16,6 +16,7 @@ if(FP8MOE_WITH_CUDA AND TARGET fp8moe_test_ref)
   # The fused small-T prologue against the separate launches (workspace slices located by cuda_layout.c).
   fp8moe_add_test(NAME test_gpu_prologue SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_gpu_prologue.c
                   ${PROJECT_SOURCE_DIR}/src/cuda/cuda_layout.c ${PROJECT_SOURCE_DIR}/src/cuda/cuda_plan.c
+                  ${PROJECT_SOURCE_DIR}/src/contract.c ${PROJECT_SOURCE_DIR}/src/tensor.c
                   LIBS fp8moe_test_ref fp8moe_test_gpu LABELS gpu TIMEOUT 600)
   target_include_directories(test_gpu_prologue PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/src/cuda
                              ${PROJECT_SOURCE_DIR}/kernels ${CUDAToolkit_INCLUDE_DIRS})

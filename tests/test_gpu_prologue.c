@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "contract_internal.h"
 #include "cuda_internal.h"
 #include "cuda_plan.h"
 #include "e2e_check.h"
@@ -66,6 +67,8 @@ static fp8moe_problem layout_problem(const pg_config* c) {
   p.quant_format = c->quant_format;
   p.hidden_is_fp8 = c->hidden_dtype.code == TEST_E4M3.code && c->hidden_dtype.bits == 8;
   p.a2_static = c->a2_static && c->quant_format == FP8MOE_QUANT_FP8_PER_TENSOR;
+  p.geom = *fp8moe_contract_quant_geometry(c->quant_format);
+  p.requant = fp8moe_requant_of(&p.geom, p.a2_static);
   return p;
 }
 
