@@ -72,6 +72,17 @@ static inline float fp8moe_bf16_to_f32(uint16_t h) {
   return fp8moe_bits_f32((uint32_t)h << 16);
 }
 
+/* A slot output y as both backends keep it between GEMM2 and the combine (docs/DESIGN.md "Combine"): bf16,
+ * RNE, except that a finite value above the largest finite bf16 keeps that value (with its sign); NaN and
+ * ±Inf stay as they are. Same rule as the CUDA kernels' y_bf16x2 (kernels/common.cuh). */
+#define FP8MOE_BF16_MAX 3.38953139e38f /* 0x7F7F0000 */
+static inline float fp8moe_slot_bf16(float x) {
+  const uint32_t mag = fp8moe_f32_bits(x) & 0x7FFFFFFFu;
+  if (mag >= 0x7F800000u) return x;                                     /* NaN, ±Inf */
+  if (mag > 0x7F7F0000u) return x < 0.0f ? -FP8MOE_BF16_MAX : FP8MOE_BF16_MAX; /* would round to Inf */
+  return fp8moe_bf16_to_f32(fp8moe_f32_to_bf16(x));
+}
+
 /* fp32 → fp16 (IEEE binary16), round-to-nearest-even with subnormals; overflow → ±Inf; NaN → 0x7FFF. */
 static inline uint16_t fp8moe_f32_to_f16(float x) {
   uint32_t u = fp8moe_f32_bits(x);

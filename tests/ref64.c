@@ -47,6 +47,22 @@ const char* ref_dt_name(ref_dt dt) {
 /* |x| rounded to nearest-even on the grid of a binary format with `mant` fraction bits and smallest normal
  * exponent emin (subnormals below), unbounded above. The grid step is a power of two, so x/q is exact and
  * nearbyint (default mode: ties to even) does the rounding. */
+/* GEMM2's slot outputs are kept as bf16 before the combine (docs/DESIGN.md "Combine"): the fp32 value, RNE to
+ * bf16; a finite value above the largest finite bf16 keeps that value, NaN and ±Inf stay. Written out here
+ * independently of src/numeric_internal.h. */
+static double slot_bf16(double v) {
+  const float f = fabs(v) > FLT_MAX ? (v > 0 ? INFINITY : -INFINITY) : (float)v; /* no out-of-range cast */
+  if (isnan(f) || isinf(f)) return f;
+  const float bf16_max = 3.38953139e38f;
+  if (fabsf(f) > bf16_max) return f < 0 ? -bf16_max : bf16_max;
+  uint32_t u;
+  memcpy(&u, &f, sizeof u);
+  u = (u + 0x7FFFu + ((u >> 16) & 1u)) & 0xFFFF0000u;
+  float r;
+  memcpy(&r, &u, sizeof r);
+  return r;
+}
+
 static double round_grid(double a, int mant, int emin) {
   if (a == 0.0) return a;
   int e;
@@ -631,7 +647,7 @@ int ref_forward(const ref_problem* p, const int32_t* ids, const double* w, doubl
     dequant_weight(p, &p->w2, &p->w2_scale, e, H, I, lut, wd);
     for (int64_t r = 0; r < n_rows; ++r)
       if (rows[r].e == e)
-        for (int64_t n = 0; n < H; ++n) y[r * H + n] = dot(aq + r * I, wd + n * I, I);
+        for (int64_t n = 0; n < H; ++n) y[r * H + n] = slot_bf16(dot(aq + r * I, wd + n * I, I));
   }
 
   /* Combine in slot order (rows are already in (t, k) order). */

@@ -123,7 +123,8 @@ static void slot_second_half(const cpu_run* r, fp8moe_cpu_scratch* s, int64_t t,
   for (int64_t i = 0; i < p->I; ++i) s->af[i] = r->lut[s->aq[i]];
   fp8moe_cpu_gemm(&p->geom, r->lut, s->af, s->ascale, p->I, &p->w2, &p->w2_scale, e, p->H, s->y);
   float wt = p->weight_on_input ? 1.0f : r->w[t * p->K + k];
-  for (int64_t n = 0; n < p->H; ++n) s->acc[n] += wt * s->y[n];
+  /* y is kept as bf16 before the combine, as on the GPU (docs/DESIGN.md "Combine"). */
+  for (int64_t n = 0; n < p->H; ++n) s->acc[n] += wt * fp8moe_slot_bf16(s->y[n]);
 }
 
 static void decode_input(const cpu_run* r, int64_t t, float* xf) {
