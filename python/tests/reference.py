@@ -65,6 +65,15 @@ def route(logits, method, top_k, n_group=0, topk_group=0, scale=1.0, bias=None):
     return ids, w * scale
 
 
+BF16_MAX = 3.38953139e38
+
+
+def _slot_bf16(y):
+    """Slot outputs are kept as bf16 before the combine (docs/DESIGN.md "Combine"): RNE, finite stays finite."""
+    y = torch.where(torch.isfinite(y), y.clamp(-BF16_MAX, BF16_MAX), y)
+    return y.to(torch.bfloat16).float()
+
+
 def moe(hidden, w13, w13_scale, w2, w2_scale, ids, weights, fmt, local_offset=0, activation="SWIGLU",
         out_dtype=torch.bfloat16):
     """out [T,H] for bf16/fp16 hidden states, routing (ids, weights) over global experts."""
@@ -90,6 +99,6 @@ def moe(hidden, w13, w13_scale, w2, w2_scale, ids, weights, fmt, local_offset=0,
     for i, (t, k) in enumerate(slots):
         e = int(ids[t, k]) - local_offset
         s = as_ if fmt == "FP8_PER_TENSOR" else as_[i:i + 1]
-        y = _gemm(aq[i:i + 1], s, w2[e].float(), w2_scale[e].float(), fmt)[0]
+        y = _slot_bf16(_gemm(aq[i:i + 1], s, w2[e].float(), w2_scale[e].float(), fmt)[0])
         out[t] += weights[t, k].float() * y
     return out.to(out_dtype)
