@@ -77,6 +77,17 @@ static void compare_one(suite* s, pg_problem* p, const char* tag) {
   outputs_free(&g);
 }
 
+/* Generates the problem c describes and compares the GPU with the CPU on it (a failed generation is a failure). */
+static void generate_and_compare(suite* s, const pg_config* c, const char* tag) {
+  pg_problem p;
+  if (pg_generate(&p, c) != 0) {
+    CHECK(0, "pg_generate failed");
+    return;
+  }
+  compare_one(s, &p, tag);
+  pg_free(&p);
+}
+
 static void base_config(pg_config* c, int32_t method, int32_t format, int i) {
   const int big = (i % 5) == 4; /* now and then a wider router */
   int32_t E = big ? 256 : 16, K = method == FP8MOE_ROUTING_LLAMA4 ? 1 : (big ? 8 : 4);
@@ -136,13 +147,7 @@ static void sweep(suite* s) {
           c.flags = FP8MOE_FLAG_WEIGHT_ON_INPUT;
           c.weight_on_input = 1;
         }
-        pg_problem p;
-        if (pg_generate(&p, &c) != 0) {
-          CHECK(0, "pg_generate failed");
-          continue;
-        }
-        compare_one(s, &p, "table");
-        pg_free(&p);
+        generate_and_compare(s, &c, "table");
       }
     }
   }
@@ -172,13 +177,7 @@ static void plan_rows(suite* s) {
           c.a1_static = (i % 2 == 0);
           c.a2_static = (i % 4 < 2);
           c.seed = 5000 + (uint64_t)i;
-          pg_problem p;
-          if (pg_generate(&p, &c) != 0) {
-            CHECK(0, "pg_generate failed");
-            continue;
-          }
-          compare_one(s, &p, "plan");
-          pg_free(&p);
+          generate_and_compare(s, &c, "plan");
         }
   /* The token weight on an e4m3 input, applied in GEMM1's epilogue (LLAMA4 routing, K = 1): T = 600 gives
    * 37 rows per expert, the large-M rows. */
@@ -190,13 +189,7 @@ static void plan_rows(suite* s) {
     c.hidden_dtype = TEST_E4M3;
     c.gate_up_order = f % 2 ? FP8MOE_GATE_UP_UP_FIRST : FP8MOE_GATE_UP_GATE_FIRST;
     c.seed = 5000 + (uint64_t)i;
-    pg_problem p;
-    if (pg_generate(&p, &c) != 0) {
-      CHECK(0, "pg_generate failed");
-      continue;
-    }
-    compare_one(s, &p, "plan");
-    pg_free(&p);
+    generate_and_compare(s, &c, "plan");
   }
   /* The MEDIUM regime (16 to 32 rows per expert): T = 100, E = 16, K = 4 gives 25 rows per expert, the
    * 64-row wgmma tiles on Hopper (each tile more than half padding), 16-row mma.sync tiles elsewhere. */
@@ -208,13 +201,7 @@ static void plan_rows(suite* s) {
     c.activation = f == 2 ? FP8MOE_ACTIVATION_GEGLU : FP8MOE_ACTIVATION_SWIGLU;
     c.gate_up_order = f % 2 ? FP8MOE_GATE_UP_UP_FIRST : FP8MOE_GATE_UP_GATE_FIRST;
     c.seed = 5000 + (uint64_t)i;
-    pg_problem p;
-    if (pg_generate(&p, &c) != 0) {
-      CHECK(0, "pg_generate failed");
-      continue;
-    }
-    compare_one(s, &p, "plan");
-    pg_free(&p);
+    generate_and_compare(s, &c, "plan");
   }
 }
 
@@ -311,13 +298,7 @@ static void decode_rows(suite* s) {
     c.activation = f == 2 ? FP8MOE_ACTIVATION_GEGLU : FP8MOE_ACTIVATION_SWIGLU;
     c.gate_up_order = f == 1 ? FP8MOE_GATE_UP_UP_FIRST : FP8MOE_GATE_UP_GATE_FIRST;
     c.seed = 7100 + (uint64_t)f;
-    pg_problem p;
-    if (pg_generate(&p, &c) != 0) {
-      CHECK(0, "pg_generate failed");
-      continue;
-    }
-    compare_one(s, &p, "decode");
-    pg_free(&p);
+    generate_and_compare(s, &c, "decode");
   }
 }
 
