@@ -3,18 +3,20 @@
  * 32 warps. The slots are cut into chunks of args.chunk_slots (chunk c holds slots [c·chunk, (c+1)·chunk));
  * chunk_counts [chunks × E_local] (workspace) carries the counts between three launches:
  *
- *   1. count_chunks_kernel, one block per chunk: chunk_counts[c][e] = slots of chunk c routed to expert e.
- *   2. scan_chunks_kernel, one block: per expert, an exclusive scan over chunks; then the padded tile scan
+ *   1. permute_count_kernel, one block per chunk: chunk_counts[c][e] = slots of chunk c routed to expert e.
+ *   2. permute_scan_kernel, one block: per expert, an exclusive scan over chunks; then the padded tile scan
  *      over experts gives each expert its first row; chunk_counts[c][e] becomes the row of chunk c's first
  *      slot of expert e. Writes num_tiles, tile_expert and the −1 padding rows of sorted_slots.
- *   3. place_chunks_kernel, one block per chunk: the one-block kernel's two passes over the chunk's warp
+ *   3. permute_place_kernel, one block per chunk: the one-block kernel's two passes over the chunk's warp
  *      segments (permute_segment.cuh), the segments' counters starting at the chunk's first rows.
  *
  * Rows of an expert are in ascending slot order: chunks are ordered by the scan over chunks, segments inside
  * a chunk by the scan over segments, slots inside a segment by pass 2. Nothing depends on timing or on
  * atomics' order (the shared-memory atomics only count), so replays are identical. The launches are chained
  * by programmatic dependent launch (pdl.cuh): each waits for its predecessor before reading what it wrote,
- * and no host synchronization or allocation happens; capturable in a CUDA graph. */
+ * and no host synchronization or allocation happens; capturable in a CUDA graph. Every kernel's name contains
+ * "permute": fp8moe-bench finds the end of its "routing + permutation" prefix graph by kernel name
+ * (bench/bench_main.c, route_prefix). */
 #include <stdint.h>
 
 #include "pdl.cuh"
@@ -47,7 +49,7 @@ __device__ __forceinline__ void warp_segment(const fp8moe_permute_args& a, int S
   *hi = (int32_t)(l + len < c_hi ? l + len : c_hi);
 }
 
-__global__ void __launch_bounds__(kChunkThreads) count_chunks_kernel(fp8moe_permute_args a) {
+__global__ void __launch_bounds__(kChunkThreads) permute_count_kernel(fp8moe_permute_args a) {
   __shared__ int32_t count[kMaxExperts];
   const int32_t E = a.E_local;
   for (int e = threadIdx.x; e < E; e += kChunkThreads) count[e] = 0;
@@ -62,12 +64,12 @@ __global__ void __launch_bounds__(kChunkThreads) count_chunks_kernel(fp8moe_perm
   for (int e = threadIdx.x; e < E; e += kChunkThreads) row[e] = count[e]; /* zeros too: the row is all written */
 }
 
-__global__ void __launch_bounds__(kScanThreads) scan_chunks_kernel(fp8moe_permute_args a) {
+__global__ void __launch_bounds__(kScanThreads) permute_scan_kernel(fp8moe_permute_args a) {
   __shared__ int32_t count[kMaxExperts]; /* rows of each expert */
   __shared__ int32_t start[kMaxExperts]; /* each expert's first row (a multiple of tile_m) */
   __shared__ int32_t part[kMaxExperts];  /* part[q·E + e]: chunk group q's count of e, then its offset in e */
   __shared__ int32_t total_tiles;
-  wait_prior(); /* chunk_counts come from count_chunks_kernel */
+  wait_prior(); /* chunk_counts come from permute_count_kernel */
   allow_next();
   const int tid = threadIdx.x;
   const int32_t E = a.E_local, tile_m = a.tile_m;
@@ -166,7 +168,7 @@ __global__ void __launch_bounds__(kScanThreads) scan_chunks_kernel(fp8moe_permut
   }
 }
 
-__global__ void __launch_bounds__(kChunkThreads) place_chunks_kernel(fp8moe_permute_args a) {
+__global__ void __launch_bounds__(kChunkThreads) permute_place_kernel(fp8moe_permute_args a) {
   __shared__ int32_t seg[kSegCounters]; /* seg[w·E + e]: warp w's count of e, then its next row of e */
   const int warp = threadIdx.x / 32;
   const int32_t E = a.E_local;
@@ -175,10 +177,10 @@ __global__ void __launch_bounds__(kChunkThreads) place_chunks_kernel(fp8moe_perm
   __syncthreads();
   int32_t lo = 0, hi = 0;
   warp_segment(a, S, &lo, &hi);
-  /* Pass 1 before the wait: the ids were written before count_chunks_kernel started reading them, and
+  /* Pass 1 before the wait: the ids were written before permute_count_kernel started reading them, and
    * everything before this kernel's predecessor is complete once that predecessor let it start (pdl.cuh). */
   if (warp < S) permute::count_segment(a, lo, hi, seg + warp * E);
-  wait_prior(); /* the first rows come from scan_chunks_kernel */
+  wait_prior(); /* the first rows come from permute_scan_kernel */
   allow_next();
   __syncthreads();
   /* Exclusive scan over the segments, from the chunk's first row of each expert. */
@@ -204,8 +206,8 @@ extern "C" int fp8moe_launch_permute_chunks(const fp8moe_permute_args* a, cudaSt
       a->tile_m <= 0 || a->chunk_counts == nullptr)
     return static_cast<int>(cudaErrorInvalidValue);
   const dim3 chunks(static_cast<unsigned>(chunk_count(*a)));
-  cudaError_t e = launch_pdl(count_chunks_kernel, chunks, dim3(kChunkThreads), 0, stream, *a);
-  if (e == cudaSuccess) e = launch_pdl(scan_chunks_kernel, dim3(1), dim3(kScanThreads), 0, stream, *a);
-  if (e == cudaSuccess) e = launch_pdl(place_chunks_kernel, chunks, dim3(kChunkThreads), 0, stream, *a);
+  cudaError_t e = launch_pdl(permute_count_kernel, chunks, dim3(kChunkThreads), 0, stream, *a);
+  if (e == cudaSuccess) e = launch_pdl(permute_scan_kernel, dim3(1), dim3(kScanThreads), 0, stream, *a);
+  if (e == cudaSuccess) e = launch_pdl(permute_place_kernel, chunks, dim3(kChunkThreads), 0, stream, *a);
   return static_cast<int>(e);
 }
