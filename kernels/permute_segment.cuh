@@ -18,9 +18,11 @@ namespace permute {
 constexpr int kMaxExperts = FP8MOE_PERMUTE_MAX_EXPERTS; /* the contract's largest E_local (src/contract.c) */
 constexpr int kBatch = 8;         /* 32-slot steps whose ids are loaded together, so their latencies overlap */
 
-/* The local expert of slot i, or −1 (skipped id, or an expert of another rank). */
+/* The local expert of slot i, or −1 (skipped id, or an expert of another rank). The id is read from L2
+ * (ld.global.cg), never from this SM's L1: permute_chunks.cu's placement reads the ids before its
+ * griddepcontrol.wait, and the ids' writer is not its immediate predecessor. */
 __device__ __forceinline__ int32_t local_expert(const fp8moe_permute_args& a, int32_t i) {
-  const int32_t id = a.ids[i];
+  const int32_t id = __ldcg(a.ids + i);
   const int32_t e = id - a.local_offset;
   return (id >= 0 && e >= 0 && e < a.E_local) ? e : -1;
 }
