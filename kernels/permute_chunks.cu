@@ -74,10 +74,11 @@ __global__ void __launch_bounds__(kScanThreads) permute_scan_kernel(fp8moe_permu
   const int tid = threadIdx.x;
   const int32_t E = a.E_local, tile_m = a.tile_m;
   const int64_t chunks = chunk_count(a);
-  /* g threads per expert (a power of two, g·E ≤ kScanThreads, 1 past half of it), each over a contiguous
-   * group of chunks; consecutive threads take consecutive experts, so each chunk row is read coalesced. */
+  /* g threads per expert, each over a contiguous group of chunks: a power of two, no more than one batch of
+   * chunks per thread needs (the scan over the groups below is g serial steps), g·E ≤ kScanThreads (g = 1
+   * past half of it). Consecutive threads take consecutive experts, so each chunk row is read coalesced. */
   int g = 1;
-  while (2 * g * E <= kScanThreads) g *= 2;
+  while (2 * g * E <= kScanThreads && (int64_t)g * kScanBatch < chunks) g *= 2;
   const int ept = kScanThreads / g; /* experts per pass */
   const int q = tid / ept, e0 = tid % ept;
   const int64_t per = (chunks + g - 1) / g;
