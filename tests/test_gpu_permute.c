@@ -238,7 +238,7 @@ int main(void) {
       {"T*K 4095, one below the chunked threshold", 4095, 256, 0, 256, S, 0, 0},
       {"T*K 4096 at the chunked threshold", 4096, 256, 0, 256, S, 0, 0},
       {"T=8192 K=8 E=256 skewed, tile 16", 65536, 256, 0, 256, S, 8, 0},
-      {"T=8192 K=8 every slot but 10 % on expert 0", 65536, 256, 0, 256, L, 1, 0},
+      {"T=8192 K=8, 90 % of the slots on expert 0", 65536, 256, 0, 256, L, 1, 0},
       {"T=8192 K=8 every id skipped", 65536, 256, 0, 256, L, 0, 100},
       {"T=8192 K=8 E=256 half skipped", 65536, 256, 0, 256, S, 0, 50},
       {"expert parallel 2048 of 4096 at 1024, odd TK", 65543, 4096, 1024, 2048, L, 0, 5},
