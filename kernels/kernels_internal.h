@@ -68,18 +68,32 @@ typedef struct fp8moe_precomputed_args {
 } fp8moe_precomputed_args;
 int fp8moe_launch_precomputed(const fp8moe_precomputed_args* a, cudaStream_t stream);
 
-/* ---- permute.cu: expert counts, tile-padded offsets, expert-sorted slot list (one block) ---- */
+/* ---- permute.cu / permute_chunks.cu: expert counts, tile-padded offsets, expert-sorted slot list (rows of
+ * an expert in ascending slot order). chunk_slots = 0: one block (permute.cu); > 0: the slots cut into
+ * chunks of chunk_slots, three launches over many blocks (permute_chunks.cu). Same outputs either way; the
+ * host's rule for chunk_slots is src/cuda/cuda_plan.c. ---- */
 typedef struct fp8moe_permute_args {
   const int32_t* ids;      /* [T*K] global ids, -1 = skipped */
-  int32_t TK, local_offset, E_local;
+  int32_t TK, local_offset, E_local; /* 1 ≤ E_local ≤ 2048 */
   int32_t max_tiles;       /* capacity of tile_expert */
   int32_t tile_m;          /* FP8MOE_GEMM_TILE_M_SMALL or _LARGE */
   int32_t* sorted_slots;   /* [max_tiles*tile_m]: slot t*K+k, or -1 for padding */
   int32_t* slot_row;       /* [T*K]: row of the slot in sorted order, or -1 when not local */
   int32_t* tile_expert;    /* [max_tiles]: local expert of each tile */
   int32_t* num_tiles;      /* [1] */
+  int32_t chunk_slots;     /* 0: one block; else slots per chunk (any positive count; the plan's are multiples
+                              of FP8MOE_PERMUTE_CHUNK_ALIGN) */
+  int32_t pad_;
+  int32_t* chunk_counts;   /* chunk_slots > 0: [ceil(TK/chunk_slots) × E_local] workspace, overwritten (per-chunk
+                              counts, then each chunk's first row per expert); never read before written */
 } fp8moe_permute_args;
+#define FP8MOE_PERMUTE_CHUNK_ALIGN 256 /* 8 warps × 32 slots: one step of every warp of a chunk block */
+#define FP8MOE_PERMUTE_MAX_EXPERTS 2048
+/* Either path, by a->chunk_slots (T·K = 0 always takes the one block: it writes num_tiles = 0). */
 int fp8moe_launch_permute(const fp8moe_permute_args* a, cudaStream_t stream);
+/* The chunked path alone (called by fp8moe_launch_permute); cudaErrorInvalidValue for chunk_slots ≤ 0, T·K ≤ 0,
+ * E_local outside 1..FP8MOE_PERMUTE_MAX_EXPERTS, tile_m ≤ 0 or chunk_counts NULL (nothing enqueued). */
+int fp8moe_launch_permute_chunks(const fp8moe_permute_args* a, cudaStream_t stream);
 
 /* ---- quantize_input.cu: hidden [T,H] bf16/fp16 → e4m3 [T,H] + scales ---- */
 #define FP8MOE_ACTQ_STATIC 0      /* per-tensor, given scale */

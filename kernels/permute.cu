@@ -10,37 +10,27 @@
  * rows, and the L2 traffic of the gathered activations, differed between graph replays
  * (docs/PERFORMANCE.md, run-to-run spread).
  *
- * Launch: one block of 1024 threads. The slots are cut into S contiguous segments, one per warp; each warp
- * counts its segment per expert (pass 1), a scan over segments gives each (segment, expert) its first row,
- * and each warp places its segment in slot order (pass 2), ranking equal experts inside a 32-slot step
- * with __match_any_sync (ids of kBatch steps loaded at once). S·E_local counters live in shared memory
- * (E_local ≤ 2048); S grows with the slot count, so a decode call scans one segment. */
+ * Two paths with the same outputs, chosen by args.chunk_slots (the host's rule: src/cuda/cuda_plan.c):
+ * 0 runs the one-block kernel below; otherwise permute_chunks.cu spreads the slots over many blocks.
+ *
+ * One block of 1024 threads: the slots are cut into S contiguous segments, one per warp; each warp counts
+ * its segment per expert (pass 1), a scan over segments gives each (segment, expert) its first row, and each
+ * warp places its segment in slot order (pass 2; permute_segment.cuh). S·E_local counters live in shared
+ * memory (E_local ≤ 2048); S grows with the slot count, so a decode call scans one segment. Every scattered
+ * store of sorted_slots leaves from this one SM, which is what limits it at large T·K. */
 #include "common.cuh"
 #include "pdl.cuh"
+#include "permute_segment.cuh"
 
 namespace fp8moe {
 namespace {
 
 constexpr int kThreads = 1024;
 constexpr int kWarps = kThreads / 32;
-constexpr int kMaxExperts = 2048;
 constexpr int kSegCounters = 7936; /* with count[] and start[]: just under the 48 KiB of static shared memory */
 constexpr int kSlotsPerSegment = 256;
-constexpr int kBatch = 8; /* 32-slot steps whose ids are loaded together, so their latencies overlap */
+using permute::kMaxExperts;
 static_assert(kSegCounters / kMaxExperts >= 1, "at least one segment at the largest E_local");
-
-__device__ __forceinline__ int32_t local_expert(const fp8moe_permute_args& a, int32_t i) {
-  const int32_t id = a.ids[i];
-  const int32_t e = id - a.local_offset;
-  return (id >= 0 && e >= 0 && e < a.E_local) ? e : -1;
-}
-
-/* Local experts of slots first + 32u (u < kBatch), −1 past `end` or not local: independent loads. */
-__device__ __forceinline__ void load_batch(const fp8moe_permute_args& a, int32_t first, int32_t end,
-                                           int32_t (&ev)[kBatch]) {
-#pragma unroll
-  for (int u = 0; u < kBatch; ++u) ev[u] = first + 32 * u < end ? local_expert(a, first + 32 * u) : -1;
-}
 
 __global__ void __launch_bounds__(kThreads) permute_kernel(fp8moe_permute_args a) {
   __shared__ int32_t count[kMaxExperts];
@@ -49,25 +39,16 @@ __global__ void __launch_bounds__(kThreads) permute_kernel(fp8moe_permute_args a
   __shared__ int32_t total_tiles;
   wait_prior(); /* ids come from the routing kernel */
   allow_next();
-  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const int tid = threadIdx.x, warp = tid / 32;
   const int32_t E = a.E_local, tile_m = a.tile_m;
   /* Enough segments to keep ~256 slots per warp busy, no more: the scan over segments costs S per expert. */
   const int S = max(1, min(min(kWarps, kSegCounters / E), (a.TK + kSlotsPerSegment - 1) / kSlotsPerSegment));
   const int32_t seg_len = (a.TK + S - 1) / S;
   const int32_t lo_slot = min(warp * seg_len, a.TK), hi_slot = min(lo_slot + seg_len, a.TK);
-  const uint32_t lanes_below = (1u << lane) - 1u;
   for (int i = tid; i < S * E; i += kThreads) seg[i] = 0;
   __syncthreads();
   /* Pass 1: per-segment counts. */
-  if (warp < S) {
-    for (int32_t base = lo_slot; base < hi_slot; base += 32 * kBatch) {
-      int32_t ev[kBatch];
-      load_batch(a, base + lane, hi_slot, ev);
-#pragma unroll
-      for (int u = 0; u < kBatch; ++u)
-        if (ev[u] >= 0) atomicAdd(&seg[warp * E + ev[u]], 1); /* counts only: order does not matter here */
-    }
-  }
+  if (warp < S) permute::count_segment(a, lo_slot, hi_slot, seg + warp * E);
   __syncthreads();
   /* Exclusive scan over segments: seg becomes each (segment, expert)'s offset inside the expert. */
   for (int e = tid; e < E; e += kThreads) {
@@ -106,32 +87,14 @@ __global__ void __launch_bounds__(kThreads) permute_kernel(fp8moe_permute_args a
     for (int32_t j = 0; j < tiles; ++j) a.tile_expert[first + j] = e;
     for (int32_t r = start[e] + count[e]; r < start[e] + tiles * tile_m; ++r) a.sorted_slots[r] = -1;
   }
-  /* Pass 2: place each segment in slot order; the group's lowest lane advances the cursor after all read it. */
-  if (warp < S) {
-    for (int32_t base = lo_slot; base < hi_slot; base += 32 * kBatch) {
-      int32_t ev[kBatch];
-      load_batch(a, base + lane, hi_slot, ev);
-#pragma unroll
-      for (int u = 0; u < kBatch; ++u) {
-        const int32_t i = base + 32 * u + lane, e = ev[u];
-        const uint32_t same = __match_any_sync(0xffffffffu, e);
-        int32_t row = -1;
-        if (e >= 0) {
-          row = start[e] + seg[warp * E + e] + __popc(same & lanes_below);
-          a.sorted_slots[row] = i;
-        }
-        if (i < hi_slot) a.slot_row[i] = row;
-        __syncwarp();
-        if (e >= 0 && (same & lanes_below) == 0) seg[warp * E + e] += __popc(same);
-        __syncwarp();
-      }
-    }
-  }
+  /* Pass 2: place each segment in slot order after its expert's first row. */
+  if (warp < S) permute::place_segment(a, lo_slot, hi_slot, seg + warp * E, start);
 }
 
 }  // namespace
 }  // namespace fp8moe
 
 extern "C" int fp8moe_launch_permute(const fp8moe_permute_args* a, cudaStream_t stream) {
+  if (a->chunk_slots != 0 && a->TK > 0) return fp8moe_launch_permute_chunks(a, stream);
   return static_cast<int>(fp8moe::launch_pdl(fp8moe::permute_kernel, dim3(1), dim3(fp8moe::kThreads), 0, stream, *a));
 }

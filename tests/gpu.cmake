@@ -35,9 +35,13 @@ if(FP8MOE_WITH_CUDA)
                              ${PROJECT_SOURCE_DIR}/kernels ${CUDAToolkit_INCLUDE_DIRS})
 endif()
 
-# The permutation kernel against a CPU stable counting sort, bit for bit (kernel-level: links the kernel
-# archive and the static CUDA runtime it was built with).
+# Both permutation paths against a CPU stable counting sort, bit for bit (kernel-level: links the kernel
+# archive and the static CUDA runtime it was built with, and the kernel plan for run's chunk sizes).
 if(FP8MOE_WITH_CUDA AND TARGET fp8moe_kernels)
   fp8moe_add_test(NAME test_gpu_permute SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_gpu_permute.c
-                  LIBS fp8moe_kernels CUDA::cudart_static LABELS gpu TIMEOUT 120)
+                  ${PROJECT_SOURCE_DIR}/src/cuda/cuda_plan.c ${PROJECT_SOURCE_DIR}/src/contract.c
+                  ${PROJECT_SOURCE_DIR}/src/tensor.c
+                  LIBS fp8moe_kernels CUDA::cudart_static LABELS gpu TIMEOUT 300)
+  target_include_directories(test_gpu_permute PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/src/cuda
+                             ${PROJECT_SOURCE_DIR}/kernels ${CUDAToolkit_INCLUDE_DIRS})
 endif()

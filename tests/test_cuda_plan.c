@@ -4,7 +4,8 @@
  * rows are taken on compute capability 9.0 only and only when the problem and context offer what they need
  * (TMA-able weights, H % 256 for GEMM2, the driver's encoder, not switched off by
  * FP8MOE_CUDA_GEMM_FALLBACK), and the decode rows pair up at ≤ ½ routed row per expert when their grids fit
- * and the weights are 16-byte aligned. Compiles cuda_plan.c in; links no CUDA library. */
+ * and the weights are 16-byte aligned; the chunked permutation's threshold and chunk sizes. Compiles
+ * cuda_plan.c in; links no CUDA library. */
 #define _POSIX_C_SOURCE 200809L /* setenv, unsetenv */
 #include <stdio.h>
 #include <stdlib.h>
@@ -195,7 +196,53 @@ static void prologue_rule(void) {
   unsetenv("FP8MOE_CUDA_GEMM_FALLBACK");
 }
 
+/* The chunked permutation's rule (kernels/permute_chunks.cu): the one-block kernel below the threshold, chunks
+ * of whole 256-slot steps from it on, about target_chunks of them, fewer where the counters would pass the
+ * cap; a pure function of T·K and E_local; "s" in FP8MOE_CUDA_GEMM_FALLBACK keeps the one block. */
+static void permute_rule(void) {
+  const fp8moe_permute_rule* r = fp8moe_cuda_plan_permute_rule();
+  EXPECT(r->min_rows > FP8MOE_PROLOGUE_MAX_ROWS && r->target_chunks >= 1 && r->max_counters >= FP8MOE_PERMUTE_MAX_EXPERTS &&
+             r->why && r->why[0],
+         "rule %d/%d/%d", (int)r->min_rows, (int)r->target_chunks, (int)r->max_counters);
+  fp8moe_problem p = problem(1, 7168, 2048, 256, 8, 0x10000);
+  const int64_t below = (r->min_rows - 1) / 8;
+  p.T = below;
+  EXPECT(fp8moe_cuda_plan_permute_chunk(&p) == 0, "T·K %lld below %d: one block", (long long)(p.T * 8),
+         (int)r->min_rows);
+  p.T = 2048; /* deepseek-v3 T = 2048: T·K = 16,384 */
+  int32_t ch = fp8moe_cuda_plan_permute_chunk(&p);
+  EXPECT(ch == 256, "T·K 16,384 E 256: chunk %d, expected 256 (64 chunks)", (int)ch);
+  p.T = 8192; /* T·K = 65,536 */
+  ch = fp8moe_cuda_plan_permute_chunk(&p);
+  EXPECT(ch == 512, "T·K 65,536 E 256: chunk %d, expected 512 (128 chunks)", (int)ch);
+  p.E_local = 2048; /* the counters' cap binds: 65,536 × 2048 / 65,536 */
+  ch = fp8moe_cuda_plan_permute_chunk(&p);
+  EXPECT(ch == 2048, "T·K 65,536 E_local 2048: chunk %d, expected 2048 (32 chunks)", (int)ch);
+  p.E_local = 256;
+  /* Every T·K from the threshold: whole steps, below T·K, at most ~target_chunks chunks, counters near the cap. */
+  const int32_t experts[] = {8, 160, 256, 384, 1024, 2048};
+  for (size_t i = 0; i < sizeof experts / sizeof experts[0]; ++i)
+    for (int64_t tk = r->min_rows; tk <= 2000000; tk = tk * 3 / 2 + 7) {
+      fp8moe_problem q = problem(tk, 7168, 2048, experts[i], 1, 0x10000);
+      const int32_t c = fp8moe_cuda_plan_permute_chunk(&q);
+      const int64_t chunks = c > 0 ? (tk + c - 1) / c : 0;
+      EXPECT(c > 0 && c % FP8MOE_PERMUTE_CHUNK_ALIGN == 0 && c < tk && chunks <= r->target_chunks &&
+                 (chunks - 1) * experts[i] <= r->max_counters,
+             "T·K %lld E_local %d: chunk %d (%lld chunks)", (long long)tk, (int)experts[i], (int)c, (long long)chunks);
+    }
+  p.T = 0;
+  EXPECT(fp8moe_cuda_plan_permute_chunk(&p) == 0, "T = 0: one block");
+  unsetenv("FP8MOE_CUDA_GEMM_FALLBACK");
+  EXPECT(fp8moe_cuda_plan_context_permute_chunks() == 1, "default: chunked permutation allowed");
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "12dp", 1);
+  EXPECT(fp8moe_cuda_plan_context_permute_chunks() == 1, "FALLBACK=12dp: chunked permutation still allowed");
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "s", 1);
+  EXPECT(fp8moe_cuda_plan_context_permute_chunks() == 0, "FALLBACK=s: one block");
+  unsetenv("FP8MOE_CUDA_GEMM_FALLBACK");
+}
+
 int main(void) {
+  permute_rule();
   rows_are_consistent();
   picks();
   environment_switch();

@@ -115,6 +115,7 @@ static int32_t cuda_create(struct fp8moe_context* ctx, const fp8moe_context_args
   impl->plan_offers =
       fp8moe_cuda_plan_context_offers(impl->tma_encode != NULL, impl->decode_ctas1 > 0 && impl->decode_ctas2 > 0);
   impl->prologue = impl->prologue && fp8moe_cuda_plan_context_prologue();
+  impl->permute_chunks = fp8moe_cuda_plan_context_permute_chunks();
   if (e != cudaSuccess) {
     (void)cudaGetLastError();
     free(impl);

@@ -25,6 +25,7 @@ typedef struct fp8moe_cuda_impl {
   uint32_t plan_offers;       /* fp8moe_cuda_plan_context_offers, fixed at creation */
   int32_t decode_ctas1, decode_ctas2; /* resident grids of the decode GEMMs (0: not usable here) */
   int32_t prologue;           /* fp8moe_cuda_plan_context_prologue: the fused small-T prologue is allowed */
+  int32_t permute_chunks;     /* fp8moe_cuda_plan_context_permute_chunks: the chunked permutation is allowed */
 } fp8moe_cuda_impl;
 
 /* Byte offsets of the workspace slices; a slice a problem does not need has size 0 (offset unused). */
@@ -35,6 +36,8 @@ typedef struct fp8moe_cuda_layout {
   size_t scalars;        /* one slice: the words below, zeroed at the start of every run */
   size_t ids, weights, slot_row;   /* [T·K] int32 / fp32 / int32 */
   size_t sorted_slots, tile_expert;/* [rows] / [max_tiles] int32 */
+  int32_t permute_chunk; /* slots per chunk of the chunked permutation, 0: one block (cuda_plan.c) */
+  size_t chunk_counts;   /* int32 [ceil(T·K / permute_chunk) × E_local] when permute_chunk > 0 */
   size_t xq, xs;         /* e4m3 [T,H]; fp32 x scales (GROUP [T,H/128], ROW [T]) */
   size_t a2q, a2s;       /* e4m3 [rows,I]; fp32 a2 scales (GROUP [rows,I/128], ROW [rows]) */
   size_t inter;          /* fp32 [rows,I] (deferred requantization only) */

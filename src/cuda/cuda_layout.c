@@ -3,7 +3,8 @@
  * expert-sorted rows for any routing: Σ_e ceil(n_e / tile_m)·tile_m ≤ T·K + E_local·(tile_m − 1). The tile
  * height follows the average rows per expert, T·K/E: below 16 (below 32 without the wgmma kernels), 64-row
  * tiles would be mostly padding (and the MMAs on it are the cost at decode), so 16-row tiles are used; the
- * kernel plan (cuda_plan.c) owns that choice. y is per slot (T·K rows of H bf16), not per padded row. */
+ * kernel plan (cuda_plan.c) owns that choice, and the chunk size of the permutation at large T·K (its
+ * per-chunk counters). y is per slot (T·K rows of H bf16), not per padded row. */
 #include "cuda_internal.h"
 #include "cuda_plan.h"
 #include "kernels_internal.h"
@@ -31,6 +32,10 @@ void fp8moe_cuda_layout_make(const fp8moe_problem* p, int32_t cc, fp8moe_cuda_la
   l->slot_row = take(&c, TK * 4);
   l->sorted_slots = take(&c, rows * 4);
   l->tile_expert = take(&c, (size_t)l->max_tiles * 4);
+  l->permute_chunk = fp8moe_cuda_plan_permute_chunk(p);
+  l->chunk_counts = 0;
+  if (l->permute_chunk > 0)
+    l->chunk_counts = take(&c, (TK + (size_t)l->permute_chunk - 1) / (size_t)l->permute_chunk * (size_t)p->E_local * 4);
   l->xq = p->hidden_is_fp8 ? 0 : take(&c, (size_t)p->T * H);
   l->xs = 0;
   if (!p->hidden_is_fp8 && xs_per_row) l->xs = take(&c, (size_t)p->T * xs_per_row * 4);

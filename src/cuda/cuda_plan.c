@@ -165,3 +165,32 @@ int fp8moe_cuda_plan_prologue(const fp8moe_problem* p, int context_prologue) {
   return context_prologue && p->T >= 1 && p->T <= r->max_tokens &&
          p->T * (int64_t)p->K <= r->max_rows && p->E <= r->max_experts;
 }
+
+/* The chunked permutation's rule (kernels/permute_chunks.cu; docs/GPU.md "Permutation"). The one-block kernel
+ * measured 30.6 µs at T·K = 16,384 (docs/PERFORMANCE.md), about 7 µs + 1.5 µs per 1,000 slots from
+ * T·K = 1,024 up: every scattered store leaves one SM. The chunked path costs three launch boundaries
+ * (≈ 1 µs each under programmatic dependent launch) plus ≈ 1.5 µs per launch at a few hundred slots per
+ * block, about 7–8 µs at any T·K up to ~10^5: equal near T·K = 2,048, ahead from 4,096 (≈ 12 µs one-block).
+ * 128 chunks is about one block per SM of an H200 (132 SMs); 65,536 counters (256 KiB) keep the scan block's
+ * two passes over them near 1 µs each (16 loads in flight per thread). */
+static const fp8moe_permute_rule k_permute = {
+    4096, 128, 65536, "large T·K: many blocks count, scan and place chunks of slots"};
+
+const fp8moe_permute_rule* fp8moe_cuda_plan_permute_rule(void) { return &k_permute; }
+
+static int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+
+int32_t fp8moe_cuda_plan_permute_chunk(const fp8moe_problem* p) {
+  const fp8moe_permute_rule* r = &k_permute;
+  const int64_t tk = p->T * (int64_t)p->K, e = p->E_local > 0 ? p->E_local : 1;
+  if (tk < r->min_rows) return 0;
+  int64_t chunk = round_up((tk + r->target_chunks - 1) / r->target_chunks, FP8MOE_PERMUTE_CHUNK_ALIGN);
+  const int64_t by_counters = round_up((tk * e + r->max_counters - 1) / r->max_counters, FP8MOE_PERMUTE_CHUNK_ALIGN);
+  if (by_counters > chunk) chunk = by_counters;
+  return (int32_t)(chunk < tk ? chunk : tk); /* below T·K for every E_local ≤ 2048; one chunk otherwise */
+}
+
+int fp8moe_cuda_plan_context_permute_chunks(void) {
+  const char* off = getenv("FP8MOE_CUDA_GEMM_FALLBACK");
+  return off == NULL || strchr(off, 's') == NULL;
+}

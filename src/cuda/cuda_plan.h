@@ -96,4 +96,26 @@ int fp8moe_cuda_plan_context_prologue(void);
 /* 1 when run takes the fused prologue: the context offers it and T ≥ 1 is within the rule. */
 int fp8moe_cuda_plan_prologue(const fp8moe_problem* p, int context_prologue);
 
+/* The permutation at large T·K (kernels/permute_chunks.cu): from min_rows routed rows on, the slots are cut
+ * into chunks spread over many blocks (count per chunk, one scan block, placement) instead of the one-block
+ * kernel (kernels/permute.cu), whose scattered stores all leave one SM. Chunks are multiples of
+ * FP8MOE_PERMUTE_CHUNK_ALIGN slots, about target_chunks of them, fewer where chunks × E_local would pass
+ * max_counters (the scan block reads every counter twice). The rule is data (cuda_plan.c). */
+typedef struct fp8moe_permute_rule {
+  int32_t min_rows;      /* T·K from which the chunked path runs */
+  int32_t target_chunks; /* chunks (blocks) aimed at */
+  int32_t max_counters;  /* chunks × E_local aimed at, at most */
+  const char* why;
+} fp8moe_permute_rule;
+
+const fp8moe_permute_rule* fp8moe_cuda_plan_permute_rule(void);
+
+/* Slots per chunk of the chunked permutation for the problem, or 0 for the one-block kernel: a pure function
+ * of T·K and E_local, so the workspace layout (chunks × E_local counters) and run agree. */
+int32_t fp8moe_cuda_plan_permute_chunk(const fp8moe_problem* p);
+
+/* At context creation: 1 unless FP8MOE_CUDA_GEMM_FALLBACK names "s" (then the one-block permutation at every
+ * T·K: the A/B switch for measuring the two paths; the workspace keeps the chunk counters either way). */
+int fp8moe_cuda_plan_context_permute_chunks(void);
+
 #endif /* FP8MOE_CUDA_PLAN_H */

@@ -87,7 +87,9 @@ static void routing_args_of(const fp8moe_problem* p, const fp8moe_cuda_layout* l
   a->weights_out = kout_of(&p->routing_weights_out);
 }
 
-static void permute_args_of(const fp8moe_problem* p, const fp8moe_cuda_layout* l, char* ws, fp8moe_permute_args* a) {
+/* chunked: the layout's chunked permutation is allowed (the context's switch); the prologue passes 0. */
+static void permute_args_of(const fp8moe_problem* p, const fp8moe_cuda_layout* l, char* ws, int chunked,
+                            fp8moe_permute_args* a) {
   memset(a, 0, sizeof *a);
   a->ids = (const int32_t*)(ws + l->ids);
   a->TK = (int32_t)(p->T * p->K);
@@ -99,6 +101,10 @@ static void permute_args_of(const fp8moe_problem* p, const fp8moe_cuda_layout* l
   a->slot_row = (int32_t*)(ws + l->slot_row);
   a->tile_expert = (int32_t*)(ws + l->tile_expert);
   a->num_tiles = (int32_t*)(ws + l->scalars) + FP8MOE_CUDA_S_NUM_TILES;
+  if (chunked && l->permute_chunk > 0) {
+    a->chunk_slots = l->permute_chunk;
+    a->chunk_counts = (int32_t*)(ws + l->chunk_counts);
+  }
 }
 
 /* Where GEMM1 reads x and its scales; returns 1 and fills *a when the input needs quantizing (not e4m3). */
@@ -151,9 +157,10 @@ static int quantize_args_of(const fp8moe_problem* p, const fp8moe_cuda_layout* l
 }
 
 /* Separate launches (any T): memsets of the scalar words, the per-row amax and device_status → routing or
- * PRECOMPUTED intake → permutation → input quantization. */
-static int32_t stages_before_gemm1(const fp8moe_problem* p, const fp8moe_cuda_layout* l, char* ws, cudaStream_t s,
-                                   fp8moe_gemm1_args* g, fp8moe_err* err) {
+ * PRECOMPUTED intake → permutation (one block, or three launches over chunks of slots at large T·K: the
+ * layout's permute_chunk) → input quantization. */
+static int32_t stages_before_gemm1(const fp8moe_cuda_impl* impl, const fp8moe_problem* p, const fp8moe_cuda_layout* l,
+                                   char* ws, cudaStream_t s, fp8moe_gemm1_args* g, fp8moe_err* err) {
   FORWARD_IF_ERROR(check(cudaMemsetAsync(ws + l->scalars, 0, FP8MOE_CUDA_S_WORDS * 4, s), "zeroing scalars", err));
   if (l->row_amax_bytes)
     FORWARD_IF_ERROR(check(cudaMemsetAsync(ws + l->row_amax, 0, l->row_amax_bytes, s), "zeroing row amax", err));
@@ -170,7 +177,7 @@ static int32_t stages_before_gemm1(const fp8moe_problem* p, const fp8moe_cuda_la
     FORWARD_IF_ERROR(check(fp8moe_launch_routing(&a, s), "routing", err));
   }
   fp8moe_permute_args pa;
-  permute_args_of(p, l, ws, &pa);
+  permute_args_of(p, l, ws, impl->permute_chunks, &pa);
   FORWARD_IF_ERROR(check(fp8moe_launch_permute(&pa, s), "permutation", err));
   fp8moe_quantize_input_args q;
   if (!quantize_args_of(p, l, ws, g, &q)) return FP8MOE_STATUS_OK;
@@ -187,7 +194,7 @@ static int32_t fused_prologue(const fp8moe_problem* p, const fp8moe_cuda_layout*
   a.precomputed = p->routing_method == FP8MOE_ROUTING_PRECOMPUTED;
   precomputed_args_of(p, l, ws, &a.pre); /* device_status: stored by the kernel on either routing path */
   if (!a.precomputed) routing_args_of(p, l, ws, &a.r);
-  permute_args_of(p, l, ws, &a.perm);
+  permute_args_of(p, l, ws, 0, &a.perm); /* small T·K: the prologue's own one-block placement */
   a.quantize = quantize_args_of(p, l, ws, g, &a.q);
   const int dyn_tensor = a.quantize && a.q.mode == FP8MOE_ACTQ_DYN_TENSOR;
   if (dyn_tensor) {
@@ -334,7 +341,7 @@ int32_t fp8moe_cuda_enqueue(const fp8moe_cuda_impl* impl, const fp8moe_problem* 
   if (fp8moe_cuda_plan_prologue(p, impl->prologue))
     FORWARD_IF_ERROR(fused_prologue(p, &l, ws, s, &g, err));
   else
-    FORWARD_IF_ERROR(stages_before_gemm1(p, &l, ws, s, &g, err));
+    FORWARD_IF_ERROR(stages_before_gemm1(impl, p, &l, ws, s, &g, err));
   FORWARD_IF_ERROR(experts(impl, p, &l, ws, s, &g, err));
   return combine(p, &l, ws, s, err);
 }
