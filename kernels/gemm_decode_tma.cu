@@ -32,10 +32,6 @@
 #include "gemm_decode_tma.h"
 #include "pdl.cuh"
 
-#ifndef FP8MOE_DECODE_TMA_STAGES
-#define FP8MOE_DECODE_TMA_STAGES 4 /* ring depth; overridable at build time for tuning on a GPU */
-#endif
-
 namespace cg = cooperative_groups;
 
 namespace fp8moe {

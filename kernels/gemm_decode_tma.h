@@ -15,6 +15,11 @@ extern "C" {
 
 /* CTAs per SM the kernels are built for (192 threads and ~101 KB of shared memory each). */
 #define FP8MOE_DECODE_TMA_CTAS_PER_SM 2
+/* Ring depth: slots of 32 weight rows × 512 K bytes (16 KB of weights each). Overridable at build time
+ * (-DFP8MOE_DECODE_TMA_STAGES=3) for tuning on a GPU; more than 4 does not fit two CTAs per SM. */
+#ifndef FP8MOE_DECODE_TMA_STAGES
+#define FP8MOE_DECODE_TMA_STAGES 4
+#endif
 
 /* Once per device at context creation (not a stream operation): raises the kernels' shared-memory limit and
  * sizes the persistent grids so every CTA is resident (ctas1 a multiple of FP8MOE_DECODE_CLUSTER); 0 when a
