@@ -653,11 +653,13 @@ __global__ void __launch_bounds__(kThreads, FP8MOE_DECODE_TMA_CTAS_PER_SM)
      * weights are read here, so the ring fills while GEMM1 drains; no griddepcontrol.wait. Read through L2. */
     const int32_t tiles = __ldcg(a.num_tiles);
     const int64_t items = items_of(tiles);
+    int32_t e_next = blockIdx.x < items ? __ldcg(a.tile_expert + blockIdx.x % tiles) : 0;
     for (int64_t w = blockIdx.x; w < items; w += gridDim.x) {
-      const int tile = static_cast<int>(w % tiles);
+      const int32_t e = e_next;
+      if (w + gridDim.x < items) e_next = __ldcg(a.tile_expert + (w + gridDim.x) % tiles); /* used one item later */
       const int32_t n0 = static_cast<int32_t>(w / tiles) * kCols2;
-      const int32_t e = __ldcg(a.tile_expert + tile);
-      produce_item(sm, ring, a.w + static_cast<int64_t>(e) * a.w_stride_e + static_cast<int64_t>(n0 + lane) * a.w_stride_n,
+      produce_item(sm, ring,
+                   a.w + static_cast<int64_t>(e) * a.w_stride_e + static_cast<int64_t>(n0 + lane) * a.w_stride_n,
                    kblocks);
     }
     return;

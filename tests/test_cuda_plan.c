@@ -196,7 +196,8 @@ static void environment_switch(void) {
   EXPECT(fp8moe_cuda_plan_context_offers(1, 0, 1) == (FP8MOE_PLAN_NEEDS_TMA_ENC | sm90 |
                                                       FP8MOE_PLAN_NEEDS_DECODE_TMA_GRIDS),
          "no register-path decode grids");
-  EXPECT(fp8moe_cuda_plan_context_offers(1, 1, 0) == (FP8MOE_PLAN_NEEDS_TMA_ENC | sm90 | FP8MOE_PLAN_NEEDS_DECODE_GRIDS),
+  EXPECT(fp8moe_cuda_plan_context_offers(1, 1, 0) ==
+             (FP8MOE_PLAN_NEEDS_TMA_ENC | sm90 | FP8MOE_PLAN_NEEDS_DECODE_GRIDS),
          "no bulk-copy decode grids");
   EXPECT(fp8moe_cuda_plan_context_offers(1, 0, 0) == (FP8MOE_PLAN_NEEDS_TMA_ENC | sm90), "no decode grids");
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "2", 1);

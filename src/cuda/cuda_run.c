@@ -305,7 +305,9 @@ static int32_t experts(const fp8moe_cuda_impl* impl, const fp8moe_problem* p, co
   g2.scale_mode = g->scale_mode;
   g2.max_tiles = g->max_tiles;
   g2.tile_m = g->tile_m;
-  g2.max_ctas = decode ? impl->decode_ctas2 : decode_tma ? impl->decode_tma_ctas2 : impl->sm_count * FP8MOE_GEMM2_CTAS_PER_SM;
+  g2.max_ctas = decode       ? impl->decode_ctas2
+                 : decode_tma ? impl->decode_tma_ctas2
+                              : impl->sm_count * FP8MOE_GEMM2_CTAS_PER_SM;
   g2.sorted_slots = g->sorted_slots;
   g2.y = (uint16_t*)(ws + l->y);
   g2.E_local = p->E_local;
