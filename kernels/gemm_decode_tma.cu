@@ -148,12 +148,20 @@ __device__ __forceinline__ void st_peer_v4(uint32_t addr, float4 v) {
 __device__ __forceinline__ void mbar_arrive_peer(uint32_t addr) {
   asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(addr) : "memory");
 }
+/* L2 policy for weights, read once per tile: evicted first, so the token rows and scales every CTA rereads
+ * stay in L2 (an expert's other tiles run at about the same time and still hit). */
+__device__ __forceinline__ uint64_t evict_first_policy() {
+  uint64_t p;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(p));
+  return p;
+}
 /* `bytes` (a multiple of 16, both addresses 16-byte aligned) from global memory into this CTA's shared memory,
  * counted on `bar` as they land. */
-__device__ __forceinline__ void bulk_copy(void* dst, const void* src, uint32_t bytes, uint64_t* bar) {
+__device__ __forceinline__ void bulk_copy(void* dst, const void* src, uint32_t bytes, uint64_t* bar, uint64_t policy) {
   asm volatile(
-      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(saddr(dst)),
-      "l"(src), "r"(bytes), "r"(saddr(bar))
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;\n" ::
+          "r"(saddr(dst)),
+      "l"(src), "r"(bytes), "r"(saddr(bar)), "l"(policy)
       : "memory");
 }
 /* Barrier 1 among the four consumer warps (0 is __syncthreads, which the roles never use after setup). */
@@ -386,6 +394,7 @@ __device__ __forceinline__ void init_barriers(Smem& sm) {
 __device__ __forceinline__ void produce_item(Smem& sm, Ring& ring, const uint8_t* row, int kblocks) {
   const int lane = threadIdx.x % 32;
   const int stages = (kblocks + kStageBlocks - 1) / kStageBlocks;
+  const uint64_t policy = evict_first_policy();
 #pragma unroll 1
   for (int q = 0; q < stages; ++q, ring.next()) {
     const int nb = kblocks - q * kStageBlocks < kStageBlocks ? kblocks - q * kStageBlocks : kStageBlocks;
@@ -393,7 +402,8 @@ __device__ __forceinline__ void produce_item(Smem& sm, Ring& ring, const uint8_t
     mbar_wait(&sm.empty[ring.s], ring.phase ^ 1u);
     if (lane == 0) mbar_arrive_expect_tx(&sm.full[ring.s], bytes * kWRows);
     __syncwarp(); /* the bytes are announced before any copy can complete */
-    bulk_copy(sm.ring[ring.s] + lane * kPitch, row + static_cast<int64_t>(q) * kStageK, bytes, &sm.full[ring.s]);
+    bulk_copy(sm.ring[ring.s] + lane * kPitch, row + static_cast<int64_t>(q) * kStageK, bytes, &sm.full[ring.s],
+              policy);
   }
 }
 
