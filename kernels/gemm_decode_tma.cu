@@ -234,8 +234,8 @@ __device__ __forceinline__ int64_t kref_off(const fp8moe_kref& r, int64_t i0, in
   return i0 * r.s[0] + i1 * r.s[1] + i2 * r.s[2];
 }
 
-/* Stages the slot list of tile rows [row0, row0 + 16): lanes 0..15 hold one slot each; returns the live
- * halves. The warp's writes are visible to the whole warp afterwards. */
+/* Stages a tile's slot list (lane r < 16 holds row r's slot), tokens, token weights and live halves; the
+ * warp's writes are visible to the whole warp afterwards. */
 __device__ __forceinline__ void stage_slots(Meta& mt, int32_t slot, int32_t K, const float* token_weight) {
   const int lane = threadIdx.x % 32;
   const unsigned live = __ballot_sync(0xffffffffu, lane < kRows && slot >= 0);
