@@ -4,7 +4,8 @@
  * rows are taken on compute capability 9.0 only and only when the problem and context offer what they need
  * (TMA-able weights, H % 256 for GEMM2, the driver's encoder, not switched off by
  * FP8MOE_CUDA_GEMM_FALLBACK), and the decode rows pair up at ≤ ½ routed row per expert when their grids fit
- * and the weights are 16-byte aligned; the chunked permutation's threshold and chunk sizes. Compiles
+ * and the weights are 16-byte aligned, the bulk-copy pair ahead of the register-path pair; the chunked
+ * permutation's threshold and chunk sizes. Compiles
  * cuda_plan.c in; links no CUDA library. */
 #define _POSIX_C_SOURCE 200809L /* setenv, unsetenv */
 #include <stdio.h>
@@ -142,27 +143,78 @@ static void picks(void) {
   wide.geom = *fp8moe_contract_quant_geometry(FP8MOE_QUANT_FP8_BLOCK128);
   EXPECT(kernel_of(FP8MOE_GEMM1, 90, &wide, dec) == FP8MOE_GEMM_MMA_SYNC,
          "block scales with 129 K blocks: beyond the decode kernels' scale staging");
+  const uint32_t tma = dec | FP8MOE_PLAN_NEEDS_DECODE_TMA_GRIDS;
+  EXPECT(kernel_of(FP8MOE_GEMM1, 90, &wide, tma) == FP8MOE_GEMM_MMA_SYNC,
+         "block scales with 129 K blocks: beyond the bulk-copy kernels' scale staging too");
   wide.quant_format = FP8MOE_QUANT_FP8_PER_TENSOR;
   wide.geom = *fp8moe_contract_quant_geometry(FP8MOE_QUANT_FP8_PER_TENSOR);
   EXPECT(kernel_of(FP8MOE_GEMM1, 90, &wide, dec) == FP8MOE_GEMM_DECODE, "per-tensor: no scale staging limit");
+  EXPECT(kernel_of(FP8MOE_GEMM1, 90, &wide, tma) == FP8MOE_GEMM_DECODE_TMA &&
+             kernel_of(FP8MOE_GEMM2, 90, &wide, tma) == FP8MOE_GEMM_DECODE_TMA,
+         "per-tensor, bulk-copy grids: the bulk-copy pair");
+  /* The bulk-copy pair: ahead of the register path wherever its grids fit, under the same shape needs. */
+  EXPECT(kernel_of(FP8MOE_GEMM1, 90, &one, tma) == FP8MOE_GEMM_DECODE_TMA &&
+             kernel_of(FP8MOE_GEMM2, 90, &one, tma) == FP8MOE_GEMM_DECODE_TMA,
+         "T=1, both decode kinds offered: the bulk-copy pair");
+  EXPECT(kernel_of(FP8MOE_GEMM1, 90, &one, all | FP8MOE_PLAN_NEEDS_DECODE_TMA_GRIDS) == FP8MOE_GEMM_DECODE_TMA &&
+             kernel_of(FP8MOE_GEMM2, 90, &one, all | FP8MOE_PLAN_NEEDS_DECODE_TMA_GRIDS) == FP8MOE_GEMM_DECODE_TMA,
+         "T=1, only the bulk-copy grids fit: the bulk-copy pair");
+  EXPECT(kernel_of(FP8MOE_GEMM1, 90, &eight, tma) == FP8MOE_GEMM_DECODE_TMA &&
+             kernel_of(FP8MOE_GEMM2, 100, &eight, tma) == FP8MOE_GEMM_DECODE_TMA,
+         "T=8: the bulk-copy pair, also after 9.0 (sm_90 code, no sm_90a)");
+  EXPECT(kernel_of(FP8MOE_GEMM1, 90, &t32, tma) == FP8MOE_GEMM_MMA_SYNC, "T=32 (SMALL): mma.sync");
+  EXPECT(kernel_of(FP8MOE_GEMM1, 89, &one, tma) == FP8MOE_GEMM_MMA_SYNC, "cc 8.9: mma.sync");
+  EXPECT(kernel_of(FP8MOE_GEMM1, 90, &mis, tma) == FP8MOE_GEMM_MMA_SYNC &&
+             kernel_of(FP8MOE_GEMM2, 90, &mis, tma) == FP8MOE_GEMM_MMA_SYNC,
+         "8-byte aligned weights: no bulk copies, mma.sync pair");
+  /* The shapes of test_gpu_sweep's decode rows (T, H, I, E, K), in every format: the bulk-copy pair, so the
+   * sweep's default context runs it there. */
+  const int64_t sweep[3][5] = {{12, 384, 256, 64, 2}, {16, 256, 384, 128, 4}, {2, 2304, 640, 8, 2}};
+  const int32_t formats[3] = {FP8MOE_QUANT_FP8_PER_TENSOR, FP8MOE_QUANT_FP8_BLOCK128, FP8MOE_QUANT_FP8_PER_CHANNEL};
+  for (int i = 0; i < 3; ++i)
+    for (int f = 0; f < 3; ++f) {
+      fp8moe_problem d = problem(sweep[i][0], sweep[i][1], sweep[i][2], (int32_t)sweep[i][3], (int32_t)sweep[i][4],
+                                 0x10000);
+      d.quant_format = formats[f];
+      d.geom = *fp8moe_contract_quant_geometry(formats[f]);
+      EXPECT(kernel_of(FP8MOE_GEMM1, 90, &d, tma) == FP8MOE_GEMM_DECODE_TMA &&
+                 kernel_of(FP8MOE_GEMM2, 90, &d, tma) == FP8MOE_GEMM_DECODE_TMA &&
+                 kernel_of(FP8MOE_GEMM1, 90, &d, dec) == FP8MOE_GEMM_DECODE,
+             "sweep decode row T=%lld H=%lld I=%lld E=%lld K=%lld format %d: bulk-copy pair (register pair with "
+             "FALLBACK=t)",
+             (long long)sweep[i][0], (long long)sweep[i][1], (long long)sweep[i][2], (long long)sweep[i][3],
+             (long long)sweep[i][4], (int)formats[f]);
+    }
 }
 
 static void environment_switch(void) {
   unsetenv("FP8MOE_CUDA_GEMM_FALLBACK");
   const uint32_t sm90 = FP8MOE_PLAN_NEEDS_SM90_GEMM1 | FP8MOE_PLAN_NEEDS_SM90_GEMM2;
-  uint32_t o = fp8moe_cuda_plan_context_offers(1, 1);
-  EXPECT(o == (FP8MOE_PLAN_NEEDS_TMA_ENC | sm90 | FP8MOE_PLAN_NEEDS_DECODE_GRIDS), "default context offers 0x%x",
-         (unsigned)o);
-  EXPECT(fp8moe_cuda_plan_context_offers(0, 1) == (sm90 | FP8MOE_PLAN_NEEDS_DECODE_GRIDS), "no encoder: no TMA_ENC");
-  EXPECT(fp8moe_cuda_plan_context_offers(1, 0) == (FP8MOE_PLAN_NEEDS_TMA_ENC | sm90), "no decode grids");
+  const uint32_t decs = FP8MOE_PLAN_NEEDS_DECODE_GRIDS | FP8MOE_PLAN_NEEDS_DECODE_TMA_GRIDS;
+  uint32_t o = fp8moe_cuda_plan_context_offers(1, 1, 1);
+  EXPECT(o == (FP8MOE_PLAN_NEEDS_TMA_ENC | sm90 | decs), "default context offers 0x%x", (unsigned)o);
+  EXPECT(fp8moe_cuda_plan_context_offers(0, 1, 1) == (sm90 | decs), "no encoder: no TMA_ENC");
+  EXPECT(fp8moe_cuda_plan_context_offers(1, 0, 1) == (FP8MOE_PLAN_NEEDS_TMA_ENC | sm90 |
+                                                      FP8MOE_PLAN_NEEDS_DECODE_TMA_GRIDS),
+         "no register-path decode grids");
+  EXPECT(fp8moe_cuda_plan_context_offers(1, 1, 0) ==
+             (FP8MOE_PLAN_NEEDS_TMA_ENC | sm90 | FP8MOE_PLAN_NEEDS_DECODE_GRIDS),
+         "no bulk-copy decode grids");
+  EXPECT(fp8moe_cuda_plan_context_offers(1, 0, 0) == (FP8MOE_PLAN_NEEDS_TMA_ENC | sm90), "no decode grids");
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "2", 1);
-  o = fp8moe_cuda_plan_context_offers(1, 1);
-  EXPECT((o & FP8MOE_PLAN_NEEDS_SM90_GEMM1) && !(o & FP8MOE_PLAN_NEEDS_SM90_GEMM2) &&
-             (o & FP8MOE_PLAN_NEEDS_DECODE_GRIDS),
+  o = fp8moe_cuda_plan_context_offers(1, 1, 1);
+  EXPECT((o & FP8MOE_PLAN_NEEDS_SM90_GEMM1) && !(o & FP8MOE_PLAN_NEEDS_SM90_GEMM2) && (o & decs) == decs,
          "FALLBACK=2: 0x%x", (unsigned)o);
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "t", 1);
+  o = fp8moe_cuda_plan_context_offers(1, 1, 1);
+  EXPECT((o & sm90) == sm90 && (o & decs) == FP8MOE_PLAN_NEEDS_DECODE_GRIDS,
+         "FALLBACK=t: the register-path decode pair only: 0x%x", (unsigned)o);
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "d", 1);
+  o = fp8moe_cuda_plan_context_offers(1, 1, 1);
+  EXPECT((o & sm90) == sm90 && (o & decs) == 0, "FALLBACK=d: neither decode kind: 0x%x", (unsigned)o);
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "12d", 1);
-  o = fp8moe_cuda_plan_context_offers(1, 1);
-  EXPECT(!(o & (sm90 | FP8MOE_PLAN_NEEDS_DECODE_GRIDS)), "FALLBACK=12d: 0x%x", (unsigned)o);
+  o = fp8moe_cuda_plan_context_offers(1, 1, 1);
+  EXPECT(!(o & (sm90 | decs)), "FALLBACK=12d: 0x%x", (unsigned)o);
   unsetenv("FP8MOE_CUDA_GEMM_FALLBACK");
 }
 

@@ -6,6 +6,7 @@
  * two streams running different problems on one context, and the kernel plan's large-M and decode rows.
  * Outputs are poisoned before every GPU run.
  * `--quick` runs a subset (for compute-sanitizer). Skipped (77) without a usable CUDA device. */
+#define _POSIX_C_SOURCE 200809L /* setenv, unsetenv */
 #include <cuda_runtime_api.h>
 #include <math.h>
 #include <stdio.h>
@@ -261,13 +262,15 @@ static void regression_nonfinite(suite* s) {
     }
 }
 
-/* The kernel plan's decode rows (docs/GPU.md, at most half a row per expert: 2·T·K ≤ E), which stream weights
- * through a per-thread ring across items: every format, (a) one expert holding 12 of a tile's 16 rows (both
- * token halves) with H = 384, so one warp of each CTA has no K share and GEMM2's warps split 2 blocks
- * unevenly, mixed scale dtypes (the per-element staging path); (b) 16 tokens over 128 experts, more items
- * than resident CTAs (each CTA's ring runs on into its next items), e4m3 input with f16 scales, GeGLU and
- * up-first order. */
-static void decode_rows(suite* s) {
+/* The kernel plan's decode rows (docs/GPU.md, at most half a row per expert: 2·T·K ≤ E), whose bulk-copy
+ * kernels stream weights through a shared-memory ring across items: every format, (a) one expert holding 12
+ * of a tile's 16 rows (both token halves) with H = 384, so one consumer warp of each CTA has no K block and
+ * GEMM2's warps split 2 blocks unevenly, mixed scale dtypes; (b) 16 tokens over 128 experts, more items than
+ * resident CTAs (each CTA's ring runs on into its next items), e4m3 input with f16 scales, GeGLU and up-first
+ * order; (c) K long enough that one GEMM1 item wraps the ring (H = 2304: 5 stages, the last with 2 of its 4
+ * blocks) and GEMM2's last stage holds 1 block (I = 640). The plan's choice for these shapes is checked on
+ * the host (test_cuda_plan.c). */
+static void decode_rows_on(suite* s, const char* tag) {
   static const int32_t formats[] = {FP8MOE_QUANT_FP8_PER_TENSOR, FP8MOE_QUANT_FP8_BLOCK128,
                                     FP8MOE_QUANT_FP8_PER_CHANNEL};
   for (size_t f = 0; f < sizeof formats / sizeof formats[0]; ++f) {
@@ -286,7 +289,7 @@ static void decode_rows(suite* s) {
       pg_set(p.topk_ids, c.ids_dtype, t * c.K + 1, (double)(8 + t));
     }
     pg_describe(&p);
-    compare_one(s, &p, "decode");
+    compare_one(s, &p, tag);
     pg_free(&p);
   }
   for (size_t f = 0; f < sizeof formats / sizeof formats[0]; ++f) {
@@ -298,8 +301,41 @@ static void decode_rows(suite* s) {
     c.activation = f == 2 ? FP8MOE_ACTIVATION_GEGLU : FP8MOE_ACTIVATION_SWIGLU;
     c.gate_up_order = f == 1 ? FP8MOE_GATE_UP_UP_FIRST : FP8MOE_GATE_UP_GATE_FIRST;
     c.seed = 7100 + (uint64_t)f;
-    generate_and_compare(s, &c, "decode");
+    generate_and_compare(s, &c, tag);
   }
+  for (size_t f = 0; f < sizeof formats / sizeof formats[0]; ++f) {
+    if (s->quick && f != 1) continue;
+    pg_config c;
+    pg_config_init(&c, FP8MOE_ROUTING_RENORMALIZE, formats[f], 2, 2304, 640, 8, 2);
+    c.seed = 7200 + (uint64_t)f;
+    generate_and_compare(s, &c, tag);
+  }
+}
+
+/* The decode rows on the default context (the bulk-copy pair wherever its grids fit) and on one created with
+ * FP8MOE_CUDA_GEMM_FALLBACK=t (the register-path pair), so one run checks both kinds against the CPU. */
+static void decode_rows(suite* s) {
+  decode_rows_on(s, "decode");
+  const char* prev = getenv("FP8MOE_CUDA_GEMM_FALLBACK");
+  char keep[64];
+  snprintf(keep, sizeof keep, "%s", prev ? prev : "");
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "t", 1); /* read at context creation only */
+  fp8moe_context_args ca;
+  memset(&ca, 0, sizeof ca);
+  ca.struct_size = sizeof ca;
+  ca.backend = FP8MOE_BACKEND_CUDA;
+  fp8moe_context* reg = NULL;
+  const int32_t st = s->tp.api->context_create(&ca, &reg);
+  if (prev) setenv("FP8MOE_CUDA_GEMM_FALLBACK", keep, 1);
+  else unsetenv("FP8MOE_CUDA_GEMM_FALLBACK");
+  ++s->checks;
+  CHECK(st == FP8MOE_STATUS_OK, "context_create (FP8MOE_CUDA_GEMM_FALLBACK=t): status %d", (int)st);
+  if (st != FP8MOE_STATUS_OK) return;
+  fp8moe_context* dflt = s->gpu;
+  s->gpu = reg;
+  decode_rows_on(s, "decode-reg");
+  s->gpu = dflt;
+  s->tp.api->context_destroy(reg);
 }
 
 /* docs/TESTING.md 11: PRECOMPUTED with an out-of-range id: the GPU skips and counts it; the CPU oracle gets the

@@ -15,7 +15,8 @@
 typedef enum fp8moe_gemm_kernel {
   FP8MOE_GEMM_MMA_SYNC = 0,   /* mma.sync m16n8k32 e4m3, cp.async, any sm_89+ (gemm{1,2}_mma.cu) */
   FP8MOE_GEMM_WGMMA_SM90 = 1, /* wgmma m64n128k32 e4m3 + TMA, warp-specialized, sm_90a only (gemm{1,2}_wgmma_sm90.cu) */
-  FP8MOE_GEMM_DECODE = 2      /* swap-AB weight streaming into mma.sync fragments, clusters (gemm_decode.cu) */
+  FP8MOE_GEMM_DECODE = 2,     /* swap-AB weight streaming into mma.sync fragments, clusters (gemm_decode.cu) */
+  FP8MOE_GEMM_DECODE_TMA = 3  /* the same, weights through a cp.async.bulk shared-memory ring (gemm_decode_tma.cu) */
 } fp8moe_gemm_kernel;
 
 /* M regimes by the average routed rows per expert T·K/E: at most one half is TINY (most experts get no row,
@@ -41,12 +42,16 @@ typedef enum fp8moe_m_regime {
                                               FP8MOE_CUDA_GEMM_FALLBACK does not name them ("d") */
 #define FP8MOE_PLAN_NEEDS_DECODE_SHAPES 128u /* 16-byte aligned weight rows (and e4m3 hidden rows), and with
                                                 block scales at most FP8MOE_DECODE_MAX_KBLOCKS along H and I */
+#define FP8MOE_PLAN_NEEDS_DECODE_TMA_GRIDS 256u /* the bulk-copy decode GEMMs' grids fit this device (context
+                                                   creation), and FP8MOE_CUDA_GEMM_FALLBACK names neither "d"
+                                                   nor "t" */
 
 /* Context-level offers, decided once at context creation: TMA_ENC when the encoder was found, DECODE_GRIDS
- * when the decode GEMMs' grids fit, and SM90_GEMM1/2 (DECODE_GRIDS) unless the environment variable
- * FP8MOE_CUDA_GEMM_FALLBACK names that GEMM ("1", "2", "d" or any mix: those rows give way to mma.sync; a
- * diagnostic and A/B switch, read only here). */
-uint32_t fp8moe_cuda_plan_context_offers(int have_tma_encoder, int have_decode_grids);
+ * and DECODE_TMA_GRIDS when the register-path and the bulk-copy decode GEMMs' grids fit, and SM90_GEMM1/2
+ * (DECODE_GRIDS, DECODE_TMA_GRIDS) unless the environment variable FP8MOE_CUDA_GEMM_FALLBACK names that GEMM
+ * ("1", "2", "d" for both decode kinds, "t" for the bulk-copy kind only, or any mix: those rows give way to
+ * the next ones; a diagnostic and A/B switch, read only here). */
+uint32_t fp8moe_cuda_plan_context_offers(int have_tma_encoder, int have_decode_grids, int have_decode_tma_grids);
 
 typedef enum fp8moe_gemm_which { FP8MOE_GEMM1 = 1, FP8MOE_GEMM2 = 2 } fp8moe_gemm_which;
 
