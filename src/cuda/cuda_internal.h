@@ -24,7 +24,7 @@ typedef struct fp8moe_cuda_impl {
   void* tma_encode;           /* the driver's cuTensorMapEncodeTiled, or NULL (then no TMA plan rows) */
   uint32_t plan_offers;       /* fp8moe_cuda_plan_context_offers, fixed at creation */
   int32_t decode_ctas1, decode_ctas2; /* resident grids of the decode GEMMs (0: not usable here) */
-  int32_t prologue;           /* fp8moe_cuda_plan_context_prologue: the fused small-T prologue is allowed */
+  uint32_t prologue;          /* the small-T prologue variants offered (FP8MOE_PROLOGUE_* mask, cuda_plan.h) */
 } fp8moe_cuda_impl;
 
 /* Byte offsets of the workspace slices; a slice a problem does not need has size 0 (offset unused). */
