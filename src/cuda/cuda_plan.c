@@ -149,9 +149,9 @@ const fp8moe_plan_row* fp8moe_cuda_plan_pick(int32_t gemm, int32_t cc, const fp8
  * threads for the permutation, a block per token for the quantization) cost about the same and scale. */
 /* The one-block variant up to T = 8, T·K = 64 (docs/GPU.md "Small-T prologue" has the arithmetic): there the
  * cluster's fixed cost (co-scheduling 8 blocks of 1024 threads, two cluster barriers, 256 warps started for
- * ≤ 8 tokens) is most of the launch, while one SM's 16 warps route 8 tokens in the time of one (8 routing
- * warps, 2 per scheduler: ~1,100 instructions each issue in ~1.1 µs, under the ~1 µs load round trip and the
- * cold instruction fetch they overlap with) and place 64 slots in 2 steps. */
+ * ≤ 8 tokens) buys nothing, since one SM routes 8 tokens about as fast as one: 8 routing warps, 2 per
+ * scheduler, issue ~1,100 instructions each in ~1.1 µs, which hides under one warp's own dependent chain
+ * (~2 µs) and the cold memory and instruction fetches; 64 slots are placed in 2 steps. */
 static const fp8moe_prologue_rule k_prologue = {
     64, 512, 256, 8, 64,
     "small T: routing, slot list and input quantization in one launch, memsets folded in; one block at T ≤ 8"};
