@@ -132,7 +132,8 @@ typedef struct fp8moe_prologue_args {
 } fp8moe_prologue_args;
 int fp8moe_launch_prologue(const fp8moe_prologue_args* a, cudaStream_t stream);
 /* At context creation: *usable = 1 when the routing cluster fits the current device (else the host keeps the
- * separate launches). Returns cudaSuccess (a failed query only clears *usable). */
+ * separate launches past the one-block variant's bounds). Returns cudaSuccess (a failed query only clears
+ * *usable). */
 int fp8moe_prepare_prologue(int32_t* usable);
 
 /* ---- GEMM1 (kernels/gemm/gemm1_*.cu): grouped x·W13ᵀ, activation, requantization of the intermediate.

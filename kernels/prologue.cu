@@ -330,7 +330,8 @@ extern "C" int fp8moe_launch_prologue(const fp8moe_prologue_args* a, cudaStream_
 
 /* Whether the routing cluster (8 blocks of 1024 threads, the largest dynamic shared memory the rule allows)
  * can be resident on the current device; 0 when a query fails or nothing fits (the host then keeps the
- * separate launches; a failed query does not fail the context). At context creation only. */
+ * separate launches where the one-block variant does not apply; a failed query does not fail the context). At
+ * context creation only. */
 extern "C" int fp8moe_prepare_prologue(int32_t* usable) {
   using namespace fp8moe;
   *usable = 1;
