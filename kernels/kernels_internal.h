@@ -117,9 +117,9 @@ int fp8moe_launch_quantize_input(const fp8moe_quantize_input_args* a, cudaStream
  * (permute.cu's outputs, rows of one expert in ascending slot order) and the input quantization, plus the
  * zeroing the host would otherwise do with memsets. A cluster of FP8MOE_PROLOGUE_ROUTE_BLOCKS blocks routes
  * the tokens into block 0's shared memory, where block 0 builds the slot list; the blocks after the cluster
- * quantize one token each (DYN_TENSOR: only its amax; the encoding pass follows
- * as quantize_input.cu with amax_done). Launched in ordinary stream order (no PDL): it overwrites workspace
- * the previous run's kernels read. Limits: T ≤ FP8MOE_PROLOGUE_MAX_TOKENS, T·K ≤ FP8MOE_PROLOGUE_MAX_ROWS,
+ * quantize one token each (single_block: one block routes and builds, blocks 1..T quantize; DYN_TENSOR:
+ * only its amax, the encoding pass follows as quantize_input.cu with amax_done). Launched in ordinary stream
+ * order (no PDL): it overwrites workspace the previous run's kernels read. Limits: T ≤ FP8MOE_PROLOGUE_MAX_TOKENS, T·K ≤ FP8MOE_PROLOGUE_MAX_ROWS,
  * E ≤ FP8MOE_PROLOGUE_MAX_EXPERTS; the host's rule is src/cuda/cuda_plan.c. ---- */
 #define FP8MOE_PROLOGUE_THREADS 1024
 #define FP8MOE_PROLOGUE_ROUTE_BLOCKS 8         /* the routing cluster (portable cluster size) */
@@ -127,6 +127,10 @@ int fp8moe_launch_quantize_input(const fp8moe_quantize_input_args* a, cudaStream
 #define FP8MOE_PROLOGUE_MAX_ROWS 512           /* one warp fills the slot list, 32 slots per step */
 #define FP8MOE_PROLOGUE_MAX_EXPERTS 256        /* 8 experts per lane: 1024 threads' 64 registers hold no more
                                                   without spills (ptxas -v); group keys 32 warps × E floats = 32 KB */
+/* The one-block variant for the smallest T (no cluster): block 0 of FP8MOE_PROLOGUE_BLOCK_THREADS threads routes
+ * token w with warp w and builds the slot list in its own shared memory; blocks 1..T quantize one token each. */
+#define FP8MOE_PROLOGUE_BLOCK_THREADS 512
+#define FP8MOE_PROLOGUE_BLOCK_MAX_TOKENS 16    /* one token per warp of block 0 */
 typedef struct fp8moe_prologue_args {
   int32_t precomputed;             /* 1: pre, else r */
   int32_t quantize;                /* 1: q (one block per token), 0: the hidden states are e4m3 already */
@@ -136,13 +140,14 @@ typedef struct fp8moe_prologue_args {
   fp8moe_quantize_input_args q;    /* token_weight non-NULL: the weight is applied to the input (K = 1) */
   uint32_t* zero_words;            /* zeroed by block 0 (NULL: none), never read here */
   int32_t n_zero_words;
-  int32_t pad_;
+  int32_t single_block;            /* 1: the one-block variant (T ≤ FP8MOE_PROLOGUE_BLOCK_MAX_TOKENS), 0: the cluster */
   uint32_t* zero_rows;             /* per-row amax zeroed by every block (NULL: none) */
   int64_t n_zero_rows;
 } fp8moe_prologue_args;
 int fp8moe_launch_prologue(const fp8moe_prologue_args* a, cudaStream_t stream);
 /* At context creation: *usable = 1 when the routing cluster fits the current device (else the host keeps the
- * separate launches). Returns cudaSuccess (a failed query only clears *usable). */
+ * separate launches past the one-block variant's bounds). Returns cudaSuccess (a failed query only clears
+ * *usable). */
 int fp8moe_prepare_prologue(int32_t* usable);
 
 /* ---- GEMM1 (kernels/gemm/gemm1_*.cu): grouped x·W13ᵀ, activation, requantization of the intermediate.

@@ -19,6 +19,10 @@
  * token's amax, so those blocks only add their amax and the encoding pass runs as the next launch
  * (quantize_input.cu, amax_done).
  *
+ * For the smallest T the host's rule (src/cuda/cuda_plan.c) takes prologue_block_kernel instead: no cluster;
+ * block 0 (512 threads) routes token w with warp w into its own shared memory and builds the same slot list;
+ * blocks 1..T quantize as above. Same device code for every output, so the same bits.
+ *
  * Ordering: launched in plain stream order, because it overwrites workspace (ids, slot lists, scalar words)
  * that the previous run's kernels may still read; its own allow_next() lets the next (PDL) kernel be
  * scheduled early, and that kernel reads anything written here only after griddepcontrol.wait, i.e. after
@@ -40,6 +44,9 @@ constexpr int kThreads = FP8MOE_PROLOGUE_THREADS;
 constexpr int kWarps = kThreads / 32;
 constexpr int kRouteBlocks = FP8MOE_PROLOGUE_ROUTE_BLOCKS; /* one cluster routes; also the cluster size */
 static_assert(FP8MOE_PROLOGUE_MAX_TOKENS <= kRouteBlocks * kWarps, "a routing warp routes one token at most");
+constexpr int kBlockThreads = FP8MOE_PROLOGUE_BLOCK_THREADS; /* the one-block variant */
+constexpr int kBlockWarps = kBlockThreads / 32;
+static_assert(FP8MOE_PROLOGUE_BLOCK_MAX_TOKENS <= kBlockWarps, "block 0's warp w routes token w");
 
 /* The cluster barrier in two halves: a thread's arrival (no ordering) and its wait for every thread of the
  * cluster. A block may touch another block's shared memory only once that block has started (the CUDA
@@ -54,12 +61,14 @@ __host__ __device__ __forceinline__ bool is_grouped(const fp8moe_routing_args& r
   return r.method == FP8MOE_ROUTING_DEEPSEEK_V3 && r.n_group > 1 && r.topk_group < r.n_group;
 }
 
-/* Block 0's expert-sorted slot list from the ids in shared memory (count[] zeroed, E_local entries). */
+/* Block 0's expert-sorted slot list from the ids in shared memory (count[] zeroed, E_local entries), by a block
+ * of THREADS threads. */
+template <int THREADS>
 __device__ void build_slot_list(const fp8moe_permute_args& p, const int32_t* ids, int32_t* count, int32_t* start) {
   const int tid = threadIdx.x, lane = tid % 32;
   __shared__ int32_t total_tiles;
   const int32_t tile_m = p.tile_m, off = p.local_offset, n_local = p.E_local;
-  for (int32_t i = tid; i < p.TK; i += kThreads) {
+  for (int32_t i = tid; i < p.TK; i += THREADS) {
     const int32_t e = ids[i] - off;
     if (ids[i] >= 0 && e >= 0 && e < n_local) atomicAdd(&count[e], 1);
   }
@@ -84,7 +93,7 @@ __device__ void build_slot_list(const fp8moe_permute_args& p, const int32_t* ids
   }
   __syncthreads();
   if (tid == 0) *p.num_tiles = total_tiles;
-  for (int e = tid; e < n_local; e += kThreads) {
+  for (int e = tid; e < n_local; e += THREADS) {
     const int32_t tiles = (count[e] + tile_m - 1) / tile_m;
     const int32_t first = start[e] / tile_m;
     for (int32_t j = 0; j < tiles; ++j) p.tile_expert[first + j] = e;
@@ -192,11 +201,103 @@ __global__ void __cluster_dims__(kRouteBlocks, 1, 1) __launch_bounds__(kThreads,
   cluster.sync(); /* every routing block's ids are in block 0's shared memory (release/acquire) */
   if (rank != 0) return;
   if (a.pre.device_status && tid == 0) *a.pre.device_status = skipped; /* 0 when routing from logits */
-  build_slot_list(a.perm, ids, count, start);
+  build_slot_list<kThreads>(a.perm, ids, count, start);
+}
+
+/* The one-block variant for the smallest T (docs/GPU.md "Small-T prologue"): block 0 (16 warps) routes token w
+ * with warp w into its own shared memory and builds the slot list there; blocks 1..T quantize token b−1 each,
+ * exactly as the cluster's quantizing blocks do (they never wait for block 0). What it leaves out is the
+ * cluster's fixed cost: the co-scheduling of 8 blocks of 1024 threads in one GPC, the two cluster barriers
+ * (arrive/wait before the remote stores, cluster.sync after them) and the distributed-shared-memory stores, and
+ * 256 routing warps started where T ≤ 8 of them route. The routing, intake, slot-list and quantization code
+ * is the same (route_token, precomputed_slot, build_slot_list, quantize_token), so the bits are the same. */
+template <int PL>
+__global__ void __launch_bounds__(kBlockThreads, 1) prologue_block_kernel(fp8moe_prologue_args a) {
+  extern __shared__ int32_t smem[];
+  __shared__ int32_t skipped;
+  __shared__ float token_wt;
+  wait_prior(); /* plain launch: returns at once */
+  allow_next();
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const int32_t TK = a.perm.TK, n_local = a.perm.E_local;
+  int32_t* ids = smem;                    /* [TK] */
+  int32_t* count = ids + TK;              /* [E_local] */
+  int32_t* start = count + n_local;       /* [E_local] */
+  float* gkey = reinterpret_cast<float*>(start + n_local); /* [kBlockWarps × E] when groups are limited */
+
+  const bool quant_block = blockIdx.x > 0; /* uniform per block: the barriers below are block-uniform */
+  const int32_t qt = static_cast<int32_t>(blockIdx.x) - 1; /* a quantizing block's token */
+  const int32_t T = a.precomputed ? a.pre.T : a.r.T;
+  if (a.zero_rows)
+    for (int64_t i = static_cast<int64_t>(blockIdx.x) * kBlockThreads + tid; i < a.n_zero_rows;
+         i += static_cast<int64_t>(gridDim.x) * kBlockThreads)
+      a.zero_rows[i] = 0u;
+  if (!quant_block) {
+    if (a.zero_words && tid < a.n_zero_words) a.zero_words[tid] = 0u;
+    if (tid == 0) skipped = 0;
+    for (int e = tid; e < n_local; e += kBlockThreads) count[e] = 0;
+    __syncthreads();
+  }
+  if (a.precomputed) {
+    if (!quant_block) {
+      for (int32_t i = tid; i < TK; i += kBlockThreads) {
+        const int32_t t = i / a.pre.K, k = i % a.pre.K;
+        int32_t e;
+        float w;
+        if (!precomputed_slot(a.pre, t, k, &e, &w)) atomicAdd(&skipped, 1);
+        store_precomputed(a.pre, t, k, e, w);
+        ids[i] = e;
+      }
+    } else if (a.q.token_weight && tid == 0) {
+      int32_t e;
+      precomputed_slot(a.pre, qt, 0, &e, &token_wt);
+    }
+  } else {
+    /* Block 0: warp w routes token w. A quantizing block whose token weight applies to the input: warp 0 routes
+     * its token (one call site, so one inlined copy of the routing code). Warp-uniform: route_token is
+     * warp-collective. */
+    const int32_t t = quant_block ? qt : warp;
+    const bool routes = quant_block ? (a.q.token_weight != nullptr && warp == 0) : warp < T;
+    if (routes) {
+      int32_t e;
+      float w;
+      if (route_token<PL>(a.r, t, gkey + warp * a.r.E, &e, &w)) {
+        if (!quant_block) {
+          store_route(a.r, t, lane, e, w);
+          ids[t * a.r.K + lane] = e;
+        } else if (lane == 0) {
+          token_wt = w;
+        }
+      }
+    }
+  }
+  __syncthreads(); /* block 0: every token's ids and the skipped count; a quantizing block: its token weight */
+  if (quant_block) {
+    const float wt = a.q.token_weight ? token_wt : 1.0f;
+    if (a.q.mode == FP8MOE_ACTQ_DYN_TENSOR)
+      token_amax<kBlockThreads>(a.q, qt, wt);
+    else
+      quantize_token<kBlockThreads>(a.q, qt, wt);
+    return;
+  }
+  if (a.pre.device_status && tid == 0) *a.pre.device_status = skipped; /* 0 when routing from logits */
+  build_slot_list<kBlockThreads>(a.perm, ids, count, start);
+}
+
+template <int PL>
+cudaError_t launch_block(const fp8moe_prologue_args& a, cudaStream_t stream) {
+  const int32_t T = a.precomputed ? a.pre.T : a.r.T;
+  const bool grouped = !a.precomputed && is_grouped(a.r);
+  const size_t smem = (static_cast<size_t>(a.perm.TK) + 2 * static_cast<size_t>(a.perm.E_local)) * sizeof(int32_t) +
+                      (grouped ? static_cast<size_t>(kBlockWarps) * a.r.E * sizeof(float) : 0);
+  const unsigned blocks = 1u + (a.quantize ? static_cast<unsigned>(T) : 0u);
+  prologue_block_kernel<PL><<<blocks, kBlockThreads, smem, stream>>>(a);
+  return cudaGetLastError();
 }
 
 template <int PL>
 cudaError_t launch(const fp8moe_prologue_args& a, cudaStream_t stream) {
+  if (a.single_block) return launch_block<PL>(a, stream);
   const int32_t T = a.precomputed ? a.pre.T : a.r.T;
   const bool grouped = !a.precomputed && is_grouped(a.r);
   const unsigned quant_blocks = a.quantize ? (static_cast<unsigned>(T) + kRouteBlocks - 1) / kRouteBlocks * kRouteBlocks : 0u;
@@ -216,7 +317,8 @@ extern "C" int fp8moe_launch_prologue(const fp8moe_prologue_args* a, cudaStream_
   const int32_t E = a->precomputed ? a->pre.E : a->r.E;
   if (T == 0) return cudaSuccess;
   if (T > FP8MOE_PROLOGUE_MAX_TOKENS || a->perm.TK > FP8MOE_PROLOGUE_MAX_ROWS || E > FP8MOE_PROLOGUE_MAX_EXPERTS ||
-      a->perm.E_local > E || a->n_zero_words > kThreads)
+      a->perm.E_local > E || a->n_zero_words > kThreads ||
+      (a->single_block && (T > FP8MOE_PROLOGUE_BLOCK_MAX_TOKENS || a->n_zero_words > kBlockThreads)))
     return cudaErrorInvalidValue; /* the host's rule (cuda_plan.c) never asks for this */
   switch (lane_experts(a->precomputed ? 1 : E)) {
     case 1: return static_cast<int>(launch<1>(*a, stream));
@@ -228,7 +330,8 @@ extern "C" int fp8moe_launch_prologue(const fp8moe_prologue_args* a, cudaStream_
 
 /* Whether the routing cluster (8 blocks of 1024 threads, the largest dynamic shared memory the rule allows)
  * can be resident on the current device; 0 when a query fails or nothing fits (the host then keeps the
- * separate launches; a failed query does not fail the context). At context creation only. */
+ * separate launches where the one-block variant does not apply; a failed query does not fail the context). At
+ * context creation only. */
 extern "C" int fp8moe_prepare_prologue(int32_t* usable) {
   using namespace fp8moe;
   *usable = 1;

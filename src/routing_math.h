@@ -84,11 +84,12 @@ FP8MOE_RM_FN float fp8moe_rm_exp(float x) {
 /* 1 / (1 + e^−x) for x >= 0, e^x / (1 + e^x) below (e^−x would overflow past −88.7 while the result is
  * still a positive subnormal). Within 2.5 ulp (three roundings on exp's one ulp). NaN stays NaN. */
 FP8MOE_RM_FN float fp8moe_rm_sigmoid(float x) {
-  if (x < 0.0f) {
-    float e = fp8moe_rm_exp(x);
-    return FP8MOE_RM_DIV(e, FP8MOE_RM_ADD(1.0f, e));
-  }
-  return FP8MOE_RM_DIV(1.0f, FP8MOE_RM_ADD(1.0f, fp8moe_rm_exp(-x)));
+  /* Both branches as one exp and one division with selected operands (the same operations on the same
+   * values, so the same bits): the GPU routing unrolls this per register of a lane, and one inlined exp
+   * instead of two halves its code (kernels/routing_token.cuh; docs/GPU.md "Small-T prologue"). */
+  const int below = x < 0.0f;
+  const float e = fp8moe_rm_exp(below ? x : -x);
+  return FP8MOE_RM_DIV(below ? e : 1.0f, FP8MOE_RM_ADD(1.0f, e));
 }
 
 /* A softmax numerator, e^(x − max). */

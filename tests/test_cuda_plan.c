@@ -218,33 +218,62 @@ static void environment_switch(void) {
   unsetenv("FP8MOE_CUDA_GEMM_FALLBACK");
 }
 
-/* The fused small-T prologue's rule (kernels/prologue.cu): T ≥ 1 within the rule's T, T·K and E, and only
- * where the context allows it (FP8MOE_CUDA_GEMM_FALLBACK naming "p" switches it off); never past the kernel's
- * own limits (kernels_internal.h). */
+/* The fused small-T prologue's rule (kernels/prologue.cu): T ≥ 1 within the rule's T, T·K and E; the one-block
+ * variant at T ≤ block_max_tokens and T·K ≤ block_max_rows where the context offers it, else the cluster where
+ * offered, else separate launches; never past the kernels' own limits (kernels_internal.h); the context's offer
+ * from FP8MOE_CUDA_GEMM_FALLBACK ("p": none, "c": the cluster only). */
 static void prologue_rule(void) {
+  const uint32_t both = FP8MOE_PROLOGUE_CLUSTER | FP8MOE_PROLOGUE_BLOCK;
   const fp8moe_prologue_rule* r = fp8moe_cuda_plan_prologue_rule();
   EXPECT(r->max_tokens <= FP8MOE_PROLOGUE_MAX_TOKENS && r->max_rows <= FP8MOE_PROLOGUE_MAX_ROWS &&
              r->max_experts <= FP8MOE_PROLOGUE_MAX_EXPERTS && r->max_tokens >= 1 && r->why && r->why[0],
          "rule %d/%d/%d inside the kernel's limits", (int)r->max_tokens, (int)r->max_rows, (int)r->max_experts);
+  EXPECT(r->block_max_tokens >= 1 && r->block_max_tokens <= FP8MOE_PROLOGUE_BLOCK_MAX_TOKENS &&
+             r->block_max_tokens <= r->max_tokens && r->block_max_rows <= r->max_rows,
+         "one-block bounds %d/%d inside the kernel's limit %d and the rule's", (int)r->block_max_tokens,
+         (int)r->block_max_rows, FP8MOE_PROLOGUE_BLOCK_MAX_TOKENS);
   fp8moe_problem p = problem(1, 7168, 2048, 256, 8, 0x10000);
-  EXPECT(fp8moe_cuda_plan_prologue(&p, 1), "deepseek-v3 T=1: fused");
-  EXPECT(!fp8moe_cuda_plan_prologue(&p, 0), "context without the prologue: separate launches");
+  EXPECT(fp8moe_cuda_plan_prologue(&p, both) == FP8MOE_PROLOGUE_BLOCK, "deepseek-v3 T=1: one block");
+  EXPECT(fp8moe_cuda_plan_prologue(&p, FP8MOE_PROLOGUE_CLUSTER) == FP8MOE_PROLOGUE_CLUSTER,
+         "deepseek-v3 T=1, cluster only offered: cluster");
+  EXPECT(fp8moe_cuda_plan_prologue(&p, FP8MOE_PROLOGUE_BLOCK) == FP8MOE_PROLOGUE_BLOCK,
+         "deepseek-v3 T=1, the cluster does not fit: one block");
+  EXPECT(fp8moe_cuda_plan_prologue(&p, FP8MOE_PROLOGUE_SEPARATE) == FP8MOE_PROLOGUE_SEPARATE,
+         "context without the prologue: separate launches");
+  p.T = r->block_max_tokens;
+  EXPECT(fp8moe_cuda_plan_prologue(&p, both) == FP8MOE_PROLOGUE_BLOCK, "T = %d (the one-block edge): one block",
+         (int)p.T);
+  p.T = r->block_max_tokens + 1;
+  EXPECT(fp8moe_cuda_plan_prologue(&p, both) == FP8MOE_PROLOGUE_CLUSTER, "T = %d: cluster", (int)p.T);
+  EXPECT(fp8moe_cuda_plan_prologue(&p, FP8MOE_PROLOGUE_BLOCK) == FP8MOE_PROLOGUE_SEPARATE,
+         "T = %d without the cluster: separate", (int)p.T);
+  p = problem(r->block_max_tokens, 4096, 1024, 128, 16, 0x10000); /* T in bounds, T·K past them */
+  EXPECT(p.T * p.K > r->block_max_rows && fp8moe_cuda_plan_prologue(&p, both) == FP8MOE_PROLOGUE_CLUSTER,
+         "T*K = %d past %d one-block rows: cluster", (int)(p.T * p.K), (int)r->block_max_rows);
+  p = problem(1, 7168, 2048, 256, 8, 0x10000);
   p.T = 0;
-  EXPECT(!fp8moe_cuda_plan_prologue(&p, 1), "T=0: nothing to launch");
+  EXPECT(fp8moe_cuda_plan_prologue(&p, both) == FP8MOE_PROLOGUE_SEPARATE, "T=0: nothing to launch");
   p.T = r->max_tokens;
-  EXPECT(fp8moe_cuda_plan_prologue(&p, 1), "T at the rule's edge (%d): fused", (int)p.T);
+  EXPECT(fp8moe_cuda_plan_prologue(&p, both) == FP8MOE_PROLOGUE_CLUSTER, "T at the rule's edge (%d): cluster",
+         (int)p.T);
   p.T = r->max_tokens + 1;
-  EXPECT(!fp8moe_cuda_plan_prologue(&p, 1), "T past the rule: separate");
+  EXPECT(fp8moe_cuda_plan_prologue(&p, both) == FP8MOE_PROLOGUE_SEPARATE, "T past the rule: separate");
   p = problem(r->max_tokens, 4096, 1024, 64, 16, 0x10000);
-  EXPECT(!fp8moe_cuda_plan_prologue(&p, 1), "T*K = %d past %d rows: separate", (int)(p.T * p.K), (int)r->max_rows);
+  EXPECT(fp8moe_cuda_plan_prologue(&p, both) == FP8MOE_PROLOGUE_SEPARATE, "T*K = %d past %d rows: separate",
+         (int)(p.T * p.K), (int)r->max_rows);
   p = problem(1, 7168, 2048, 384, 8, 0x10000);
-  EXPECT(!fp8moe_cuda_plan_prologue(&p, 1), "E = 384 past %d experts: separate", (int)r->max_experts);
+  EXPECT(fp8moe_cuda_plan_prologue(&p, both) == FP8MOE_PROLOGUE_SEPARATE, "E = 384 past %d experts: separate",
+         (int)r->max_experts);
   unsetenv("FP8MOE_CUDA_GEMM_FALLBACK");
-  EXPECT(fp8moe_cuda_plan_context_prologue() == 1, "default: prologue allowed");
+  EXPECT(fp8moe_cuda_plan_context_prologue() == both, "default: both variants offered");
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "12", 1);
-  EXPECT(fp8moe_cuda_plan_context_prologue() == 1, "FALLBACK=12: prologue still allowed");
+  EXPECT(fp8moe_cuda_plan_context_prologue() == both, "FALLBACK=12: both variants still offered");
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "dc", 1);
+  EXPECT(fp8moe_cuda_plan_context_prologue() == FP8MOE_PROLOGUE_CLUSTER, "FALLBACK=dc: the cluster only");
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "dp", 1);
-  EXPECT(fp8moe_cuda_plan_context_prologue() == 0, "FALLBACK=dp: separate launches");
+  EXPECT(fp8moe_cuda_plan_context_prologue() == FP8MOE_PROLOGUE_SEPARATE, "FALLBACK=dp: separate launches");
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "cp", 1);
+  EXPECT(fp8moe_cuda_plan_context_prologue() == FP8MOE_PROLOGUE_SEPARATE, "FALLBACK=cp: p wins, separate");
   unsetenv("FP8MOE_CUDA_GEMM_FALLBACK");
 }
 

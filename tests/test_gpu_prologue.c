@@ -1,16 +1,19 @@
-/* test_gpu_prologue.c — the fused small-T prologue (kernels/prologue.cu) against the separate launches it
- * replaces (routing or PRECOMPUTED intake, permute.cu, quantize_input.cu, the memsets). Two CUDA contexts run
- * every problem: one as configured (the kernel plan's prologue rule picks the fused launch at small T) and one
- * created with FP8MOE_CUDA_GEMM_FALLBACK=p (separate launches at every T). Per problem:
- *   - routing ids/weights, the final output and device_status are bit-identical between the two;
+/* test_gpu_prologue.c — the fused small-T prologue (kernels/prologue.cu), both variants, against the separate
+ * launches it replaces (routing or PRECOMPUTED intake, permute.cu, quantize_input.cu, the memsets). Three CUDA
+ * contexts run every problem: one as configured (the kernel plan's prologue rule: the one-block variant at the
+ * smallest T, the routing cluster up to its edge), one created with FP8MOE_CUDA_GEMM_FALLBACK=c (the cluster
+ * wherever the rule fuses) and one with FP8MOE_CUDA_GEMM_FALLBACK=p (separate launches at every T). Per problem
+ * and fused context:
+ *   - routing ids/weights, the final output and device_status are bit-identical to the separate launches';
  *   - the expert-sorted outputs read back from the workspace (src/cuda/cuda_layout.c gives the slices): ids,
  *     weights, num_tiles and tile_expert identical; the fused sorted_slots/slot_row equal the stable list
  *     (rows of an expert in ascending slot order) built here from the ids; the separate launches' list holds
  *     the same slots per expert, and its slot_row points back at each slot;
  *   - both agree with the CPU backend (ids exact, output within docs/TESTING.md's tolerance).
- * Shapes: every routing method, T = 1 / 5 / 64 (the rule's edge) / 65 (past it: both separate), exact ties,
- * NaN/±Inf logits, expert parallelism (local_offset, E_local), PRECOMPUTED (with out-of-range ids counted in
- * device_status), the weight applied to the input in every quantization mode, e4m3 hidden states, T = 0.
+ * Shapes: every routing method at T = 1 / 2 / 5 / 8 (the one-block edge) / 9 (past it: cluster) / 64 (the
+ * rule's edge) / 65 (past it: all separate), exact ties, NaN/±Inf logits, expert parallelism (local_offset,
+ * E_local), PRECOMPUTED (with out-of-range ids counted in device_status), the weight applied to the input in
+ * every quantization mode, e4m3 hidden states, T = 0 — each on both sides of the one-block edge.
  * Skipped (77) without a usable CUDA device. */
 #define _POSIX_C_SOURCE 200809L /* setenv, unsetenv */
 #include <cuda_runtime_api.h>
@@ -29,9 +32,10 @@
 typedef struct suite {
   test_plugin tp;
   fp8moe_context* cpu;
-  fp8moe_context* fused;    /* the plan's choice */
+  fp8moe_context* fused;    /* the plan's choice (one block at the smallest T, else the cluster) */
+  fp8moe_context* cluster;  /* FP8MOE_CUDA_GEMM_FALLBACK=c: the cluster wherever the rule fuses */
   fp8moe_context* separate; /* FP8MOE_CUDA_GEMM_FALLBACK=p */
-  int checks, fused_cases;
+  int checks, block_cases, cluster_cases;
   int32_t cc; /* the device's compute capability (the layout's tile height depends on it) */
 } suite;
 
@@ -169,47 +173,72 @@ done:
   return ok;
 }
 
-/* Fused vs separate (and vs the CPU unless cpu_ok is 0); expect_status ≥ 0: the device_status both give. */
+/* One fused context's run of p against the separate launches' (sp, ws); and against the CPU (cpu non-NULL). */
+static void compare_fused(suite* s, fp8moe_context* ctx, const char* path, pg_problem* p, const char* tag,
+                          const run_outputs* sp, const ws_copy* ws, const run_outputs* cpu, int32_t expect_status) {
+  char cfg[512];
+  pg_describe_config(&p->cfg, cfg, sizeof cfg);
+  const pg_config* c = &p->cfg;
+  run_outputs f;
+  ws_copy wf;
+  memset(&f, 0, sizeof f);
+  memset(&wf, 0, sizeof wf);
+  ++s->checks;
+  if (run_on(s, ctx, p, &f, &wf) == 0) {
+    const size_t TK = (size_t)(c->T * c->K);
+    CHECK(outputs_identical(&f, sp), "%s: %s and separate outputs differ [%s]", tag, path, cfg);
+    CHECK(memcmp(wf.ids, ws->ids, TK * 4) == 0 && memcmp(wf.weights, ws->weights, TK * 4) == 0,
+          "%s: %s workspace ids/weights differ [%s]", tag, path, cfg);
+    CHECK(wf.status == ws->status, "%s: device_status %s %d, separate %d [%s]", tag, path, (int)wf.status,
+          (int)ws->status, cfg);
+    if (expect_status >= 0)
+      CHECK(wf.status == expect_status, "%s: %s device_status %d; expected %d", tag, path, (int)wf.status,
+            (int)expect_status);
+    check_sorted(c, &wf, ws, cfg);
+    if (cpu) {
+      compare_result r;
+      CHECK(outputs_compare(&f, cpu, NULL, c->T, cfg, &r), "%s: %s path differs from the CPU [%s]", tag, path, cfg);
+    }
+  }
+  outputs_free(&f);
+  ws_free(&wf);
+}
+
+static const char* variant_name(uint32_t v) {
+  return v == FP8MOE_PROLOGUE_BLOCK ? "block" : v == FP8MOE_PROLOGUE_CLUSTER ? "cluster" : "separate";
+}
+
+/* Both fused contexts vs separate (and vs the CPU unless with_cpu is 0); expect_status ≥ 0: the device_status
+ * all give. */
 static void compare_paths(suite* s, pg_problem* p, const char* tag, int with_cpu, int32_t expect_status) {
   char cfg[512];
   pg_describe_config(&p->cfg, cfg, sizeof cfg);
   const pg_config* c = &p->cfg;
   const fp8moe_problem lp = layout_problem(c);
-  const int in_rule = fp8moe_cuda_plan_prologue(&lp, 1);
-  s->fused_cases += in_rule;
-  run_outputs f, sp, cpu;
-  ws_copy wf, ws;
-  memset(&f, 0, sizeof f);
+  const uint32_t plan = fp8moe_cuda_plan_prologue(&lp, FP8MOE_PROLOGUE_CLUSTER | FP8MOE_PROLOGUE_BLOCK);
+  const uint32_t plan_c = fp8moe_cuda_plan_prologue(&lp, FP8MOE_PROLOGUE_CLUSTER);
+  s->block_cases += plan == FP8MOE_PROLOGUE_BLOCK;
+  s->cluster_cases += plan_c == FP8MOE_PROLOGUE_CLUSTER;
+  run_outputs sp, cpu;
+  ws_copy ws;
   memset(&sp, 0, sizeof sp);
   memset(&cpu, 0, sizeof cpu);
-  memset(&wf, 0, sizeof wf);
   memset(&ws, 0, sizeof ws);
   ++s->checks;
-  if (run_on(s, s->fused, p, &f, &wf) == 0 && run_on(s, s->separate, p, &sp, &ws) == 0) {
-    const size_t TK = (size_t)(c->T * c->K);
-    CHECK(outputs_identical(&f, &sp), "%s: fused and separate outputs differ [%s]", tag, cfg);
-    CHECK(memcmp(wf.ids, ws.ids, TK * 4) == 0 && memcmp(wf.weights, ws.weights, TK * 4) == 0,
-          "%s: workspace ids/weights differ [%s]", tag, cfg);
-    CHECK(wf.status == ws.status, "%s: device_status fused %d, separate %d [%s]", tag, (int)wf.status,
-          (int)ws.status, cfg);
-    if (expect_status >= 0)
-      CHECK(wf.status == expect_status, "%s: device_status %d; expected %d", tag, (int)wf.status, (int)expect_status);
-    check_sorted(c, &wf, &ws, cfg);
+  int have_cpu = 0;
+  if (run_on(s, s->separate, p, &sp, &ws) == 0) {
     if (with_cpu) {
       pg_poison(p);
       const int32_t st = pg_run(&s->tp, s->cpu, p);
       CHECK(st == FP8MOE_STATUS_OK, "CPU run failed: status %d (%s)", (int)st, p->error);
-      if (st == FP8MOE_STATUS_OK && outputs_take(&p->args, &cpu) == 0) {
-        compare_result r;
-        CHECK(outputs_compare(&f, &cpu, NULL, c->T, cfg, &r), "%s: fused path differs from the CPU [%s]", tag, cfg);
-      }
+      have_cpu = st == FP8MOE_STATUS_OK && outputs_take(&p->args, &cpu) == 0;
     }
-    printf("%-10s %s  tiles %d  %s\n", tag, in_rule ? "fused" : "separate", (int)wf.num_tiles, cfg);
+    compare_fused(s, s->fused, variant_name(plan), p, tag, &sp, &ws, have_cpu ? &cpu : NULL, expect_status);
+    compare_fused(s, s->cluster, variant_name(plan_c), p, tag, &sp, &ws, have_cpu ? &cpu : NULL, expect_status);
+    printf("%-10s %-8s/%-8s tiles %d  %s\n", tag, variant_name(plan), variant_name(plan_c), (int)ws.num_tiles, cfg);
   }
-  outputs_free(&f);
   outputs_free(&sp);
   outputs_free(&cpu);
-  ws_free(&wf);
   ws_free(&ws);
 }
 
@@ -228,7 +257,7 @@ static void every_method(suite* s) {
   static const int32_t methods[] = {FP8MOE_ROUTING_DEFAULT, FP8MOE_ROUTING_RENORMALIZE, FP8MOE_ROUTING_DEEPSEEK_V3,
                                     FP8MOE_ROUTING_LLAMA4, FP8MOE_ROUTING_RENORMALIZE_NAIVE, FP8MOE_ROUTING_TOPK,
                                     FP8MOE_ROUTING_SIGMOID, FP8MOE_ROUTING_SIGMOID_RENORM, FP8MOE_ROUTING_TOPK_SIGMOID};
-  static const int64_t Ts[] = {1, 5, 64, 65};
+  static const int64_t Ts[] = {1, 2, 5, 8, 9, 64, 65}; /* 8: the one-block edge at K = 8 (T·K = 64); 64: the rule's */
   static const int32_t formats[] = {FP8MOE_QUANT_FP8_BLOCK128, FP8MOE_QUANT_FP8_PER_TENSOR,
                                     FP8MOE_QUANT_FP8_PER_CHANNEL};
   for (size_t m = 0; m < sizeof methods / sizeof methods[0]; ++m)
@@ -249,9 +278,10 @@ static void every_method(suite* s) {
 static void ties_and_nonfinite(suite* s) {
   static const int32_t methods[] = {FP8MOE_ROUTING_DEEPSEEK_V3, FP8MOE_ROUTING_DEFAULT, FP8MOE_ROUTING_RENORMALIZE};
   for (size_t m = 0; m < 3; ++m)
-    for (int kind = 0; kind < 2; ++kind) {
+    for (int run = 0; run < 4; ++run) { /* ties, then non-finite; T = 7 (one block), then T = 12 (the cluster) */
+      const int kind = run % 2;
       pg_config c;
-      config(&c, methods[m], FP8MOE_QUANT_FP8_BLOCK128, 7, 256, 8, 300 + m * 2 + (uint64_t)kind);
+      config(&c, methods[m], FP8MOE_QUANT_FP8_BLOCK128, run < 2 ? 7 : 12, 256, 8, 300 + m * 4 + (uint64_t)run);
       c.logits_layout = PG_LOGITS_COMPACT;
       if (kind == 0) c.uses_bias = 0;
       pg_problem p;
@@ -275,11 +305,12 @@ static void ties_and_nonfinite(suite* s) {
 
 /* Expert parallelism: this call owns E_local experts from local_offset. */
 static void expert_parallel(suite* s) {
-  static const int32_t shards[][2] = {{64, 128}, {16, 0}, {64, 192}}; /* E_local, local_offset of E = 256 */
-  for (int i = 0; i < 3; ++i) {
+  static const int32_t shards[][2] = {{64, 128}, {16, 0}, {64, 192}, {16, 240}}; /* E_local, local_offset (E = 256) */
+  static const int64_t Ts[] = {1, 33, 33, 8}; /* one block, cluster, cluster, one block */
+  for (int i = 0; i < 4; ++i) {
     pg_config c;
-    config(&c, i == 1 ? FP8MOE_ROUTING_RENORMALIZE : FP8MOE_ROUTING_DEEPSEEK_V3,
-           i == 2 ? FP8MOE_QUANT_FP8_PER_CHANNEL : FP8MOE_QUANT_FP8_BLOCK128, i == 0 ? 1 : 33, 256, 8, 400 + (uint64_t)i);
+    config(&c, i % 2 ? FP8MOE_ROUTING_RENORMALIZE : FP8MOE_ROUTING_DEEPSEEK_V3,
+           i == 2 ? FP8MOE_QUANT_FP8_PER_CHANNEL : FP8MOE_QUANT_FP8_BLOCK128, Ts[i], 256, 8, 400 + (uint64_t)i);
     c.E_local = shards[i][0];
     c.local_offset = shards[i][1];
     pg_problem p;
@@ -292,15 +323,16 @@ static void expert_parallel(suite* s) {
 /* PRECOMPUTED ids and weights; out-of-range ids are skipped and counted in device_status (the CPU refuses
  * them, so that case compares the two GPU paths only). */
 static void precomputed(suite* s) {
-  for (int bad = 0; bad < 2; ++bad) {
+  for (int run = 0; run < 4; ++run) { /* T = 9 (the cluster: T·K = 36 but T > 8), T = 2 (one block) */
+    const int bad = run % 2;
     pg_config c;
-    config(&c, FP8MOE_ROUTING_PRECOMPUTED, FP8MOE_QUANT_FP8_BLOCK128, 9, 16, 4, 500 + (uint64_t)bad);
+    config(&c, FP8MOE_ROUTING_PRECOMPUTED, FP8MOE_QUANT_FP8_BLOCK128, run < 2 ? 9 : 2, 16, 4, 500 + (uint64_t)run);
     c.ids_dtype = bad ? TEST_I64 : TEST_I32;
     c.topk_weights_dtype = TEST_BF16;
     pg_problem p;
     if (pg_generate(&p, &c) != 0) continue;
     if (bad) {
-      const int64_t ids[3][3] = {{0, 1, -1}, {5, 3, 16}, {8, 0, 1000000}}; /* t, k, id */
+      const int64_t ids[3][3] = {{0, 1, -1}, {1, 3, 16}, {c.T - 1, 0, 1000000}}; /* t, k, id */
       for (int b = 0; b < 3; ++b) pg_set(p.topk_ids, c.ids_dtype, ids[b][0] * c.K + ids[b][1], (double)ids[b][2]);
       pg_describe(&p);
     }
@@ -311,11 +343,13 @@ static void precomputed(suite* s) {
 
 /* The routing weight applied to the input (K = 1) in every input-quantization mode, and e4m3 hidden states. */
 static void weight_on_input(suite* s) {
-  for (int mode = 0; mode < 6; ++mode) {
+  for (int run = 0; run < 12; ++run) { /* every mode at T = 6 (one block), then T = 12 (the cluster) */
+    const int mode = run % 6;
     pg_config c;
     const int32_t fmt = mode < 2 ? FP8MOE_QUANT_FP8_PER_TENSOR
                                  : (mode == 2 || mode == 5) ? FP8MOE_QUANT_FP8_BLOCK128 : FP8MOE_QUANT_FP8_PER_CHANNEL;
-    config(&c, mode == 4 ? FP8MOE_ROUTING_PRECOMPUTED : FP8MOE_ROUTING_LLAMA4, fmt, 6, 16, 1, 600 + (uint64_t)mode);
+    config(&c, mode == 4 ? FP8MOE_ROUTING_PRECOMPUTED : FP8MOE_ROUTING_LLAMA4, fmt, run < 6 ? 6 : 12, 16, 1,
+           600 + (uint64_t)run);
     if (mode == 4) {
       c.flags = FP8MOE_FLAG_WEIGHT_ON_INPUT;
       c.weight_on_input = 1;
@@ -340,8 +374,8 @@ static void empty(suite* s) {
     CHECK(0, "pg_generate T=0");
     return;
   }
-  fp8moe_context* ctx[2] = {s->fused, s->separate};
-  for (int i = 0; i < 2; ++i) {
+  fp8moe_context* ctx[3] = {s->fused, s->cluster, s->separate};
+  for (int i = 0; i < 3; ++i) {
     gpu_problem g;
     ++s->checks;
     if (gpu_clone(&s->tp, ctx[i], &p.args, &g) == 0) {
@@ -364,22 +398,26 @@ int main(void) {
   unsetenv("FP8MOE_CUDA_GEMM_FALLBACK");
   const int open_rc = gpu_suite_open("test_gpu_prologue", &s.tp, &s.cpu, &s.fused, &bi);
   if (open_rc != 0) return open_rc;
-  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "p", 1); /* read at context creation only */
   fp8moe_context_args ca;
   memset(&ca, 0, sizeof ca);
   ca.struct_size = sizeof ca;
   ca.backend = FP8MOE_BACKEND_CUDA;
-  const int32_t st = s.tp.api->context_create(&ca, &s.separate);
-  unsetenv("FP8MOE_CUDA_GEMM_FALLBACK");
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "p", 1); /* read at context creation only */
+  int32_t st = s.tp.api->context_create(&ca, &s.separate);
   ++s.checks;
   CHECK(st == FP8MOE_STATUS_OK, "context_create (separate launches): status %d", (int)st);
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "c", 1);
+  st = s.tp.api->context_create(&ca, &s.cluster);
+  ++s.checks;
+  CHECK(st == FP8MOE_STATUS_OK, "context_create (cluster prologue only): status %d", (int)st);
+  unsetenv("FP8MOE_CUDA_GEMM_FALLBACK");
   fp8moe_context_info ci;
   memset(&ci, 0, sizeof ci);
   ci.struct_size = sizeof ci;
   if (s.fused && s.tp.api->context_info(s.fused, &ci) == FP8MOE_STATUS_OK) s.cc = ci.compute_capability;
   ++s.checks;
   CHECK(s.cc >= 90, "context_info: compute capability %d", (int)s.cc);
-  if (s.cpu && s.fused && s.separate && s.cc >= 90) {
+  if (s.cpu && s.fused && s.cluster && s.separate && s.cc >= 90) {
     printf("device: %s, cc %d\n", bi.device_name, (int)s.cc);
     every_method(&s);
     ties_and_nonfinite(&s);
@@ -387,9 +425,13 @@ int main(void) {
     precomputed(&s);
     weight_on_input(&s);
     empty(&s);
-    CHECK(s.fused_cases >= 30, "only %d problems inside the prologue rule", s.fused_cases);
+    CHECK(s.block_cases >= 40 && s.cluster_cases >= 60,
+          "only %d problems in the one-block variant's bounds and %d inside the prologue rule", s.block_cases,
+          s.cluster_cases);
+    printf("one-block cases %d, cluster cases (FALLBACK=c) %d\n", s.block_cases, s.cluster_cases);
   }
   if (s.separate) s.tp.api->context_destroy(s.separate);
+  if (s.cluster) s.tp.api->context_destroy(s.cluster);
   s.tp.api->context_destroy(s.fused);
   s.tp.api->context_destroy(s.cpu);
   test_plugin_close(&s.tp);

@@ -102,6 +102,7 @@ static int32_t cuda_create(struct fp8moe_context* ctx, const fp8moe_context_args
   /* Initialize the device's primary context now, so the first run does not pay for it, and raise the GEMM
    * kernels' shared-memory limits and size the decode GEMMs' grids on this device. */
   int prev = 0;
+  int32_t cluster_fits = 0; /* the routing cluster is resident on this device (the one-block variant always is) */
   if (e == cudaSuccess) e = enter_device(args->device_ordinal, &prev);
   if (e == cudaSuccess) {
     e = cudaFree(NULL);
@@ -113,13 +114,13 @@ static int32_t cuda_create(struct fp8moe_context* ctx, const fp8moe_context_args
     if (e == cudaSuccess)
       e = (cudaError_t)fp8moe_prepare_gemm_decode_tma(impl->sm_count, &impl->decode_tma_ctas1,
                                                       &impl->decode_tma_ctas2);
-    if (e == cudaSuccess) e = (cudaError_t)fp8moe_prepare_prologue(&impl->prologue);
+    if (e == cudaSuccess) e = (cudaError_t)fp8moe_prepare_prologue(&cluster_fits);
     leave_device(args->device_ordinal, prev);
   }
   impl->plan_offers =
       fp8moe_cuda_plan_context_offers(impl->tma_encode != NULL, impl->decode_ctas1 > 0 && impl->decode_ctas2 > 0,
                                       impl->decode_tma_ctas1 > 0 && impl->decode_tma_ctas2 > 0);
-  impl->prologue = impl->prologue && fp8moe_cuda_plan_context_prologue();
+  impl->prologue = fp8moe_cuda_plan_context_prologue() & (cluster_fits ? ~0u : ~FP8MOE_PROLOGUE_CLUSTER);
   impl->permute_chunks = fp8moe_cuda_plan_context_permute_chunks();
   if (e != cudaSuccess) {
     (void)cudaGetLastError();

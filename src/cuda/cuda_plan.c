@@ -157,23 +157,35 @@ const fp8moe_plan_row* fp8moe_cuda_plan_pick(int32_t gemm, int32_t cc, const fp8
  * each, one dependent shared-memory read-modify-write per step); E ≤ 256 keeps 8 experts per lane in the 64
  * registers of a 1024-thread block. Past these the separate launches (one warp per token for routing, 1024
  * threads for the permutation, a block per token for the quantization) cost about the same and scale. */
+/* The one-block variant up to T = 8, T·K = 64 (docs/GPU.md "Small-T prologue" has the arithmetic): there the
+ * cluster's fixed cost (co-scheduling 8 blocks of 1024 threads, two cluster barriers, 256 warps started for
+ * ≤ 8 tokens) buys nothing, since one SM routes 8 tokens about as fast as one: 8 routing warps, 2 per
+ * scheduler, issue ~1,100 instructions each in ~1.1 µs, which hides under one warp's own dependent chain
+ * (~2 µs) and the cold memory and instruction fetches; 64 slots are placed in 2 steps. */
 static const fp8moe_prologue_rule k_prologue = {
-    64, 512, 256, "small T: routing, slot list and input quantization in one launch, memsets folded in"};
+    64, 512, 256, 8, 64,
+    "small T: routing, slot list and input quantization in one launch, memsets folded in; one block at T ≤ 8"};
 _Static_assert(64 <= FP8MOE_PROLOGUE_MAX_TOKENS && 512 <= FP8MOE_PROLOGUE_MAX_ROWS &&
-                   256 <= FP8MOE_PROLOGUE_MAX_EXPERTS,
+                   256 <= FP8MOE_PROLOGUE_MAX_EXPERTS && 8 <= FP8MOE_PROLOGUE_BLOCK_MAX_TOKENS,
                "the prologue rule stays inside the kernel's limits (kernels_internal.h)");
 
 const fp8moe_prologue_rule* fp8moe_cuda_plan_prologue_rule(void) { return &k_prologue; }
 
-int fp8moe_cuda_plan_context_prologue(void) {
+uint32_t fp8moe_cuda_plan_context_prologue(void) {
   const char* off = getenv("FP8MOE_CUDA_GEMM_FALLBACK");
-  return off == NULL || strchr(off, 'p') == NULL;
+  if (off != NULL && strchr(off, 'p') != NULL) return FP8MOE_PROLOGUE_SEPARATE;
+  if (off != NULL && strchr(off, 'c') != NULL) return FP8MOE_PROLOGUE_CLUSTER;
+  return FP8MOE_PROLOGUE_CLUSTER | FP8MOE_PROLOGUE_BLOCK;
 }
 
-int fp8moe_cuda_plan_prologue(const fp8moe_problem* p, int context_prologue) {
+uint32_t fp8moe_cuda_plan_prologue(const fp8moe_problem* p, uint32_t context_prologue) {
   const fp8moe_prologue_rule* r = &k_prologue;
-  return context_prologue && p->T >= 1 && p->T <= r->max_tokens &&
-         p->T * (int64_t)p->K <= r->max_rows && p->E <= r->max_experts;
+  const int64_t rows = p->T * (int64_t)p->K;
+  if (p->T < 1 || p->T > r->max_tokens || rows > r->max_rows || p->E > r->max_experts)
+    return FP8MOE_PROLOGUE_SEPARATE;
+  if ((context_prologue & FP8MOE_PROLOGUE_BLOCK) && p->T <= r->block_max_tokens && rows <= r->block_max_rows)
+    return FP8MOE_PROLOGUE_BLOCK;
+  return context_prologue & FP8MOE_PROLOGUE_CLUSTER;
 }
 
 /* The chunked permutation's rule (kernels/permute_chunks.cu; docs/GPU.md "Permutation"). The one-block kernel

@@ -89,17 +89,28 @@ typedef struct fp8moe_prologue_rule {
   int32_t max_tokens;  /* the routing cluster's warps route one token each */
   int32_t max_rows;    /* T·K: one warp places the sorted slots, 32 per step */
   int32_t max_experts; /* E: experts per lane in registers */
+  int32_t block_max_tokens; /* at most this T and ... */
+  int32_t block_max_rows;   /* ... this T·K: the one-block variant (no cluster) where the context offers it */
   const char* why;
 } fp8moe_prologue_rule;
 
+/* The prologue variants: what a context offers (a mask) and what the rule picks for a problem (one of them,
+ * or FP8MOE_PROLOGUE_SEPARATE). */
+#define FP8MOE_PROLOGUE_SEPARATE 0u
+#define FP8MOE_PROLOGUE_CLUSTER 1u /* prologue_kernel: a routing cluster of 8 blocks */
+#define FP8MOE_PROLOGUE_BLOCK 2u   /* prologue_block_kernel: one routing block */
+
 const fp8moe_prologue_rule* fp8moe_cuda_plan_prologue_rule(void);
 
-/* At context creation: 1 unless FP8MOE_CUDA_GEMM_FALLBACK names "p" (then separate routing, permutation and
- * quantization launches at every T: the A/B switch the GPU tests compare the two paths with). */
-int fp8moe_cuda_plan_context_prologue(void);
+/* At context creation, the variants FP8MOE_CUDA_GEMM_FALLBACK leaves (A/B switches; the GPU tests compare the
+ * paths with them): both by default; "p": none (separate routing, permutation and quantization launches at
+ * every T); "c": the cluster only (the cluster variant also where the rule would take the one-block one). The
+ * backend further clears FP8MOE_PROLOGUE_CLUSTER where the cluster does not fit the device. */
+uint32_t fp8moe_cuda_plan_context_prologue(void);
 
-/* 1 when run takes the fused prologue: the context offers it and T ≥ 1 is within the rule. */
-int fp8moe_cuda_plan_prologue(const fp8moe_problem* p, int context_prologue);
+/* The variant run takes (FP8MOE_PROLOGUE_*): T ≥ 1 within the rule, the one-block variant where T and T·K are
+ * within its bounds and the context offers it, else the cluster where offered, else separate launches. */
+uint32_t fp8moe_cuda_plan_prologue(const fp8moe_problem* p, uint32_t context_prologue);
 
 /* The permutation at large T·K (kernels/permute_chunks.cu): from min_rows routed rows on, the slots are cut
  * into chunks spread over many blocks (count per chunk, one scan block, placement) instead of the one-block

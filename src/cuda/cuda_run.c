@@ -185,13 +185,15 @@ static int32_t stages_before_gemm1(const fp8moe_cuda_impl* impl, const fp8moe_pr
   return check(fp8moe_launch_quantize_input(&q, s), "input quantization", err);
 }
 
-/* The same stages in one launch at small T (the plan's prologue rule): the kernel zeroes the scalar words,
+/* The same stages in one launch at small T (the plan's prologue rule; single_block: its one-block variant at the
+ * smallest T, else the routing cluster): the kernel zeroes the scalar words,
  * the per-row amax and device_status itself, except that a dynamic per-tensor input scale accumulates its
  * amax inside the launch, so then the scalar words are zeroed before it and the encoding pass follows. */
 static int32_t fused_prologue(const fp8moe_problem* p, const fp8moe_cuda_layout* l, char* ws, cudaStream_t s,
-                              fp8moe_gemm1_args* g, fp8moe_err* err) {
+                              int single_block, fp8moe_gemm1_args* g, fp8moe_err* err) {
   fp8moe_prologue_args a;
   memset(&a, 0, sizeof a);
+  a.single_block = single_block;
   a.precomputed = p->routing_method == FP8MOE_ROUTING_PRECOMPUTED;
   precomputed_args_of(p, l, ws, &a.pre); /* device_status: stored by the kernel on either routing path */
   if (!a.precomputed) routing_args_of(p, l, ws, &a.r);
@@ -346,8 +348,9 @@ int32_t fp8moe_cuda_enqueue(const fp8moe_cuda_impl* impl, const fp8moe_problem* 
   cudaStream_t s = (cudaStream_t)p->stream;
   fp8moe_gemm1_args g;
   memset(&g, 0, sizeof g);
-  if (fp8moe_cuda_plan_prologue(p, impl->prologue))
-    FORWARD_IF_ERROR(fused_prologue(p, &l, ws, s, &g, err));
+  const uint32_t prologue = fp8moe_cuda_plan_prologue(p, impl->prologue);
+  if (prologue != FP8MOE_PROLOGUE_SEPARATE)
+    FORWARD_IF_ERROR(fused_prologue(p, &l, ws, s, prologue == FP8MOE_PROLOGUE_BLOCK, &g, err));
   else
     FORWARD_IF_ERROR(stages_before_gemm1(impl, p, &l, ws, s, &g, err));
   FORWARD_IF_ERROR(experts(impl, p, &l, ws, s, &g, err));
