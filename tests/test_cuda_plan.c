@@ -4,7 +4,8 @@
  * rows are taken on compute capability 9.0 only and only when the problem and context offer what they need
  * (TMA-able weights, H % 256 for GEMM2, the driver's encoder, not switched off by
  * FP8MOE_CUDA_GEMM_FALLBACK), and the decode rows pair up at ≤ ½ routed row per expert when their grids fit
- * and the weights are 16-byte aligned. Compiles cuda_plan.c in; links no CUDA library. */
+ * and the weights are 16-byte aligned; the sm90 GEMMs' A/B variants follow the switch letters. Compiles
+ * cuda_plan.c in; links no CUDA library. */
 #define _POSIX_C_SOURCE 200809L /* setenv, unsetenv */
 #include <stdio.h>
 #include <stdlib.h>
@@ -165,6 +166,39 @@ static void environment_switch(void) {
   unsetenv("FP8MOE_CUDA_GEMM_FALLBACK");
 }
 
+/* The sm90 GEMMs' A/B variants (main loop, GEMM2 item order): the default unless FP8MOE_CUDA_GEMM_FALLBACK
+ * names "s", "r" or "c"; the other letters leave them, and these letters leave the GEMM offers. */
+static int variant_is(int32_t loop, int32_t order) {
+  const fp8moe_sm90_variant v = fp8moe_cuda_plan_context_sm90_variant();
+  return v.loop == loop && v.gemm2_order == order;
+}
+
+static void sm90_variants(void) {
+  const int32_t overlap = FP8MOE_SM90_LOOP_OVERLAP, serial = FP8MOE_SM90_LOOP_SERIAL;
+  const int32_t early = FP8MOE_SM90_LOOP_EARLY_RELEASE;
+  const int32_t tile = FP8MOE_GEMM2_ORDER_TILE_MAJOR, column = FP8MOE_GEMM2_ORDER_COLUMN_MAJOR;
+  unsetenv("FP8MOE_CUDA_GEMM_FALLBACK");
+  EXPECT(variant_is(overlap, tile), "default: two-accumulator loop, GEMM2 tile major");
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "12dp", 1);
+  EXPECT(variant_is(overlap, tile), "FALLBACK=12dp: the sm90 variant is untouched");
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "c", 1);
+  EXPECT(variant_is(overlap, column), "FALLBACK=c: GEMM2 column-block major");
+  const uint32_t sm90 = FP8MOE_PLAN_NEEDS_SM90_GEMM1 | FP8MOE_PLAN_NEEDS_SM90_GEMM2;
+  EXPECT((fp8moe_cuda_plan_context_offers(1, 1) & sm90) == sm90 && fp8moe_cuda_plan_context_prologue() == 1,
+         "FALLBACK=c: both sm90 GEMMs and the prologue still offered");
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "s", 1);
+  EXPECT(variant_is(serial, tile), "FALLBACK=s: serial loop");
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "r", 1);
+  EXPECT(variant_is(early, tile), "FALLBACK=r: early-release loop");
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "rs", 1);
+  EXPECT(variant_is(serial, tile), "FALLBACK=rs: s wins");
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "cr", 1);
+  EXPECT(variant_is(early, column), "FALLBACK=cr: early release, column-block major");
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "sc", 1);
+  EXPECT(variant_is(serial, column), "FALLBACK=sc: the 6a0a67b kernels' loop and order");
+  unsetenv("FP8MOE_CUDA_GEMM_FALLBACK");
+}
+
 /* The fused small-T prologue's rule (kernels/prologue.cu): T ≥ 1 within the rule's T, T·K and E, and only
  * where the context allows it (FP8MOE_CUDA_GEMM_FALLBACK naming "p" switches it off); never past the kernel's
  * own limits (kernels_internal.h). */
@@ -199,6 +233,7 @@ int main(void) {
   rows_are_consistent();
   picks();
   environment_switch();
+  sm90_variants();
   prologue_rule();
   return test_finish("test_cuda_plan", test_checks_run);
 }

@@ -25,6 +25,7 @@ typedef struct fp8moe_cuda_impl {
   uint32_t plan_offers;       /* fp8moe_cuda_plan_context_offers, fixed at creation */
   int32_t decode_ctas1, decode_ctas2; /* resident grids of the decode GEMMs (0: not usable here) */
   int32_t prologue;           /* fp8moe_cuda_plan_context_prologue: the fused small-T prologue is allowed */
+  int32_t sm90_loop, gemm2_order; /* fp8moe_cuda_plan_context_sm90_variant, fixed at creation */
 } fp8moe_cuda_impl;
 
 /* Byte offsets of the workspace slices; a slice a problem does not need has size 0 (offset unused). */
