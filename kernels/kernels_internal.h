@@ -157,6 +157,18 @@ int fp8moe_prepare_prologue(int32_t* usable);
 #define FP8MOE_SCALE_TENSOR 0 /* one scale per matrix */
 #define FP8MOE_SCALE_BLOCK 1  /* activation 1×128, weight 128×128 */
 #define FP8MOE_SCALE_ROW 2    /* activation per row, weight per output row */
+/* The sm90 wgmma GEMMs' consumer main loop (kernels/gemm/wgmma_sm90.cuh, consume): the same arithmetic in
+ * every variant (each stage's partial sum starts from zero and is promoted in stage order); they differ in
+ * when a shared-memory stage is released and whether a promotion overlaps the next stage's wgmmas. The
+ * host picks one per context (src/cuda/cuda_plan.c; docs/GPU.md "Main-loop and item-order switches"). */
+#define FP8MOE_SM90_LOOP_OVERLAP 0 /* two partials; stage kb+1 issued before kb retires (wait_group 1), so
+                                      stage kb is released only once kb+1 has landed */
+#define FP8MOE_SM90_LOOP_SERIAL 1  /* one partial: wait_group 0, release, promote, then the next stage */
+#define FP8MOE_SM90_LOOP_EARLY_RELEASE 2 /* two partials: wait_group 0 and release stage kb before waiting
+                                            for kb+1; kb is promoted while kb+1's wgmmas run */
+/* The sm90 GEMM2's order of (tile, 256-column block) work items over its persistent CTAs. */
+#define FP8MOE_GEMM2_ORDER_TILE_MAJOR 0   /* item w: tile w / column_blocks, column block w % column_blocks */
+#define FP8MOE_GEMM2_ORDER_COLUMN_MAJOR 1 /* item w: tile w % tiles, column block w / tiles */
 #define FP8MOE_REQ_FUSED_STATIC 0 /* a2 = e4m3(a / given scale) in the epilogue */
 #define FP8MOE_REQ_FUSED_GROUP 1  /* a2 in 1×128 groups in the epilogue */
 #define FP8MOE_REQ_DEFERRED_TENSOR 2 /* fp32 intermediate + global amax, then quantize_rows */
@@ -183,10 +195,12 @@ typedef struct fp8moe_gemm1_args {
   int32_t max_ctas;            /* persistent CTAs to launch at most (SMs × CTAs per SM) */
   int32_t E_local;             /* experts in w (the sm90 kernel's tensor map spans them) */
   void* tma_encode;            /* sm90 only: the driver's cuTensorMapEncodeTiled (fp8moe_prepare_gemm_sm90) */
+  int32_t sm90_loop;           /* sm90 only: FP8MOE_SM90_LOOP_* */
 } fp8moe_gemm1_args;
 int fp8moe_launch_gemm1(const fp8moe_gemm1_args* a, cudaStream_t stream);
 /* sm_90a: needs tile_m 64, w 16-byte aligned with strides multiples of 16, a->tma_encode; encodes the weight
- * tensor map on the host (no allocation, no synchronization) and passes it as a kernel parameter. */
+ * tensor map on the host (no allocation, no synchronization) and passes it as a kernel parameter; a
+ * sm90_loop outside FP8MOE_SM90_LOOP_* is refused (cudaErrorInvalidValue, nothing launched). */
 int fp8moe_launch_gemm1_sm90(const fp8moe_gemm1_args* a, cudaStream_t stream);
 /* Raises GEMM1's dynamic shared-memory limit on the current device (once, at context creation: not a
  * stream operation, so never inside run). */
@@ -222,10 +236,13 @@ typedef struct fp8moe_gemm2_args {
                                   are not local are never written */
   int32_t E_local;
   void* tma_encode;            /* sm90 only, as GEMM1 */
+  int32_t sm90_loop;           /* sm90 only, as GEMM1 */
+  int32_t item_order;          /* sm90 only: FP8MOE_GEMM2_ORDER_* */
 } fp8moe_gemm2_args;
 int fp8moe_launch_gemm2(const fp8moe_gemm2_args* a, cudaStream_t stream);
 int fp8moe_prepare_gemm2(void); /* as fp8moe_prepare_gemm1 */
-/* sm_90a: as fp8moe_launch_gemm1_sm90, and H a multiple of 256 (tiles of 2×128 columns). */
+/* sm_90a: as fp8moe_launch_gemm1_sm90, and H a multiple of 256 (tiles of 2×128 columns); an item_order
+ * outside FP8MOE_GEMM2_ORDER_* is refused as well. */
 int fp8moe_launch_gemm2_sm90(const fp8moe_gemm2_args* a, cudaStream_t stream);
 /* Compute capability 9.0 only, at context creation: raises the sm90 GEMMs' shared-memory limits and looks up
  * the driver's cuTensorMapEncodeTiled through cudart (no link-time libcuda dependency); *tma_encode stays

@@ -5,7 +5,7 @@
  * (TMA-able weights, H % 256 for GEMM2, the driver's encoder, not switched off by
  * FP8MOE_CUDA_GEMM_FALLBACK), and the decode rows pair up at ≤ ½ routed row per expert when their grids fit
  * and the weights are 16-byte aligned, the bulk-copy pair ahead of the register-path pair; the chunked
- * permutation's threshold and chunk sizes. Compiles
+ * permutation's threshold and chunk sizes; the sm90 GEMMs' A/B variants follow the switch letters. Compiles
  * cuda_plan.c in; links no CUDA library. */
 #define _POSIX_C_SOURCE 200809L /* setenv, unsetenv */
 #include <stdio.h>
@@ -218,6 +218,42 @@ static void environment_switch(void) {
   unsetenv("FP8MOE_CUDA_GEMM_FALLBACK");
 }
 
+/* The sm90 GEMMs' A/B variants (main loop, GEMM2 item order): the default unless FP8MOE_CUDA_GEMM_FALLBACK
+ * names "q", "r" or "o"; the other letters leave them, and these letters leave the GEMM offers. */
+static int variant_is(int32_t loop, int32_t order) {
+  const fp8moe_sm90_variant v = fp8moe_cuda_plan_context_sm90_variant();
+  return v.loop == loop && v.gemm2_order == order;
+}
+
+static void sm90_variants(void) {
+  const int32_t overlap = FP8MOE_SM90_LOOP_OVERLAP, serial = FP8MOE_SM90_LOOP_SERIAL;
+  const int32_t early = FP8MOE_SM90_LOOP_EARLY_RELEASE;
+  const int32_t tile = FP8MOE_GEMM2_ORDER_TILE_MAJOR, column = FP8MOE_GEMM2_ORDER_COLUMN_MAJOR;
+  unsetenv("FP8MOE_CUDA_GEMM_FALLBACK");
+  EXPECT(variant_is(overlap, tile), "default: two-accumulator loop, GEMM2 tile major");
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "12dpcst", 1);
+  EXPECT(variant_is(overlap, tile), "FALLBACK=12dpcst: the sm90 variant is untouched");
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "o", 1);
+  EXPECT(variant_is(overlap, column), "FALLBACK=o: GEMM2 column-block major");
+  const uint32_t sm90 = FP8MOE_PLAN_NEEDS_SM90_GEMM1 | FP8MOE_PLAN_NEEDS_SM90_GEMM2;
+  const uint32_t all_prologues = FP8MOE_PROLOGUE_CLUSTER | FP8MOE_PROLOGUE_BLOCK;
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "qro", 1);
+  EXPECT((fp8moe_cuda_plan_context_offers(1, 1, 1) & sm90) == sm90 &&
+             fp8moe_cuda_plan_context_prologue() == all_prologues && fp8moe_cuda_plan_context_permute_chunks(),
+         "FALLBACK=qro: both sm90 GEMMs, both prologues and the chunked permutation still offered");
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "q", 1);
+  EXPECT(variant_is(serial, tile), "FALLBACK=q: serial loop");
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "r", 1);
+  EXPECT(variant_is(early, tile), "FALLBACK=r: early-release loop");
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "rq", 1);
+  EXPECT(variant_is(serial, tile), "FALLBACK=rq: q wins");
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "or", 1);
+  EXPECT(variant_is(early, column), "FALLBACK=or: early release, column-block major");
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "qo", 1);
+  EXPECT(variant_is(serial, column), "FALLBACK=qo: the 6a0a67b kernels' loop and order");
+  unsetenv("FP8MOE_CUDA_GEMM_FALLBACK");
+}
+
 /* The fused small-T prologue's rule (kernels/prologue.cu): T ≥ 1 within the rule's T, T·K and E; the one-block
  * variant at T ≤ block_max_tokens and T·K ≤ block_max_rows where the context offers it, else the cluster where
  * offered, else separate launches; never past the kernels' own limits (kernels_internal.h); the context's offer
@@ -327,6 +363,7 @@ int main(void) {
   rows_are_consistent();
   picks();
   environment_switch();
+  sm90_variants();
   prologue_rule();
   return test_finish("test_cuda_plan", test_checks_run);
 }

@@ -65,7 +65,7 @@ __device__ __forceinline__ void produce(const fp8moe_gemm1_args& a, const CUtens
 }
 #endif
 
-template <int SCALE, bool F32>
+template <int SCALE, bool F32, int LOOP>
 __global__ void __launch_bounds__(kThreads, 1)
     gemm1_wgmma_kernel(const __grid_constant__ fp8moe_gemm1_args a, const __grid_constant__ CUtensorMap map_w) {
 #if FP8MOE_SM90A
@@ -104,7 +104,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     float acc[64];
     auto sa = [&](int h, int kb) { return tok[h] >= 0 ? scale_at<F32>(a.x_scale, tok[h], kb, 0) : 0.0f; };
     auto sb = [&](int kb) { return scale_at<F32>(a.w_scale, e, nrow / kBN, kb); };
-    consume<SCALE == FP8MOE_SCALE_BLOCK>(sm, wg, kblocks, it, acc, sa, sb);
+    consume<LOOP, SCALE == FP8MOE_SCALE_BLOCK>(sm, wg, kblocks, it, acc, sa, sb);
 
     float sxw = 0.0f, sx[2] = {0.0f, 0.0f};
     if (SCALE == FP8MOE_SCALE_TENSOR) sxw = kref_at(a.x_scale, 0) * kref_at(a.w_scale, e);
@@ -168,10 +168,35 @@ __global__ void __launch_bounds__(kThreads, 1)
 #endif
 }
 
+using Kernel = void (*)(fp8moe_gemm1_args, CUtensorMap);
+
+/* The instantiation for a main-loop variant, or nullptr for a value outside FP8MOE_SM90_LOOP_*. */
+template <int SCALE, bool F32>
+Kernel kernel_for(int32_t loop) {
+  switch (loop) {
+    case FP8MOE_SM90_LOOP_OVERLAP: return gemm1_wgmma_kernel<SCALE, F32, FP8MOE_SM90_LOOP_OVERLAP>;
+    case FP8MOE_SM90_LOOP_SERIAL: return gemm1_wgmma_kernel<SCALE, F32, FP8MOE_SM90_LOOP_SERIAL>;
+    case FP8MOE_SM90_LOOP_EARLY_RELEASE: return gemm1_wgmma_kernel<SCALE, F32, FP8MOE_SM90_LOOP_EARLY_RELEASE>;
+    default: return nullptr;
+  }
+}
+
 template <int SCALE, bool F32 = false>
 cudaError_t launch(const fp8moe_gemm1_args& a, const CUtensorMap& mw, dim3 grid, cudaStream_t stream) {
-  gemm1_wgmma_kernel<SCALE, F32><<<grid, kThreads, kSmemBytes, stream>>>(a, mw);
+  const Kernel k = kernel_for<SCALE, F32>(a.sm90_loop);
+  if (k == nullptr) return cudaErrorInvalidValue;
+  k<<<grid, kThreads, kSmemBytes, stream>>>(a, mw);
   return cudaGetLastError();
+}
+
+/* Raises the dynamic shared-memory limit of every main-loop variant of one (SCALE, F32). */
+template <int SCALE, bool F32>
+cudaError_t raise_smem(int bytes) {
+  cudaError_t e = cudaSuccess;
+  const int32_t loops[3] = {FP8MOE_SM90_LOOP_OVERLAP, FP8MOE_SM90_LOOP_SERIAL, FP8MOE_SM90_LOOP_EARLY_RELEASE};
+  for (int i = 0; i < 3 && e == cudaSuccess; ++i)
+    e = cudaFuncSetAttribute(kernel_for<SCALE, F32>(loops[i]), cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+  return e;
 }
 
 }  // namespace
@@ -205,14 +230,10 @@ extern "C" int fp8moe_launch_gemm1_sm90(const fp8moe_gemm1_args* a, cudaStream_t
 extern "C" int fp8moe_prepare_gemm1_sm90_smem(void) {
   using namespace fp8moe::sm90;
   const int bytes = static_cast<int>(kSmemBytes);
-  cudaError_t e = cudaFuncSetAttribute(gemm1_wgmma_kernel<FP8MOE_SCALE_BLOCK, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
-  if (e == cudaSuccess)
-    e = cudaFuncSetAttribute(gemm1_wgmma_kernel<FP8MOE_SCALE_BLOCK, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
-  if (e == cudaSuccess)
-    e = cudaFuncSetAttribute(gemm1_wgmma_kernel<FP8MOE_SCALE_ROW, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
-  if (e == cudaSuccess)
-    e = cudaFuncSetAttribute(gemm1_wgmma_kernel<FP8MOE_SCALE_ROW, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
-  if (e == cudaSuccess)
-    e = cudaFuncSetAttribute(gemm1_wgmma_kernel<FP8MOE_SCALE_TENSOR, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+  cudaError_t e = raise_smem<FP8MOE_SCALE_BLOCK, true>(bytes);
+  if (e == cudaSuccess) e = raise_smem<FP8MOE_SCALE_BLOCK, false>(bytes);
+  if (e == cudaSuccess) e = raise_smem<FP8MOE_SCALE_ROW, false>(bytes);
+  if (e == cudaSuccess) e = raise_smem<FP8MOE_SCALE_ROW, true>(bytes);
+  if (e == cudaSuccess) e = raise_smem<FP8MOE_SCALE_TENSOR, false>(bytes);
   return static_cast<int>(e);
 }

@@ -9,14 +9,31 @@
  * Tile major: the CTAs of one wave share a few A tiles and one or two experts' W2 (at most 2 × 14.7 MB at
  * deepseek-v3 sizes, inside the 50 MB L2), so DRAM sees each a2q row once and each W2 byte about once.
  * Column-block major (the mma.sync kernel's order) re-reads all of a2q (rows·I bytes, 151 MB at deepseek-v3
- * T = 8192, beyond L2) once per column block: 28 × 151 MB ≈ 4.2 GB, more than W2's 3.8 GB. */
+ * T = 8192, beyond L2) once per column block: 28 × 151 MB ≈ 4.2 GB, more than W2's 3.8 GB.
+ * The order is a launch argument (item_order, chosen by the host: src/cuda/cuda_plan.c), so both can be
+ * measured on one build; producer and consumers map items through the same gemm2_item, and either order
+ * visits every (tile, column block) once, so the output does not depend on it. */
 #include "wgmma_sm90.cuh"
 
 namespace fp8moe {
 namespace sm90 {
 namespace {
 
-template <int SCALE, bool F32>
+#if FP8MOE_SM90A
+/* Work item w of tiles × col_blocks → (tile, first output column of its 256). Both orders are bijections of
+ * [0, tiles·col_blocks). */
+struct Item {
+  int tile;
+  int32_t n0;
+};
+__device__ __forceinline__ Item gemm2_item(int64_t w, int32_t tiles, int32_t col_blocks, int32_t order) {
+  if (order == FP8MOE_GEMM2_ORDER_COLUMN_MAJOR)
+    return {static_cast<int>(w % tiles), static_cast<int32_t>(w / tiles) * kGemm2Cols};
+  return {static_cast<int>(w / col_blocks), static_cast<int32_t>(w % col_blocks) * kGemm2Cols};
+}
+#endif
+
+template <int SCALE, bool F32, int LOOP>
 __global__ void __launch_bounds__(kThreads, 1)
     gemm2_wgmma_kernel(const __grid_constant__ fp8moe_gemm2_args a, const __grid_constant__ CUtensorMap map_a,
                        const __grid_constant__ CUtensorMap map_w) {
@@ -34,8 +51,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (threadIdx.x == 0) {
       uint32_t it = 0;
       for (int64_t w = blockIdx.x; w < items; w += gridDim.x) {
-        const int tile = static_cast<int>(w / col_blocks);
-        const int32_t n0 = static_cast<int32_t>(w % col_blocks) * kGemm2Cols;
+        const Item item = gemm2_item(w, tiles, col_blocks, a.item_order);
+        const int tile = item.tile;
+        const int32_t n0 = item.n0;
         const int32_t e = a.tile_expert[tile];
         for (int kb = 0; kb < kblocks; ++kb, ++it) {
           const int s = static_cast<int>(it % kStages);
@@ -54,8 +72,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     const int rr[2] = {16 * q + g, 16 * q + g + 8};
     uint32_t it = 0;
     for (int64_t w = blockIdx.x; w < items; w += gridDim.x) {
-      const int tile = static_cast<int>(w / col_blocks);
-      const int32_t nb = static_cast<int32_t>(w % col_blocks) * kGemm2Cols + wg * kBN; /* this warpgroup's columns */
+      const Item item = gemm2_item(w, tiles, col_blocks, a.item_order);
+      const int tile = item.tile;
+      const int32_t nb = item.n0 + wg * kBN; /* this warpgroup's columns */
       const int32_t e = a.tile_expert[tile];
       const int64_t row0 = static_cast<int64_t>(tile) * kBM;
       /* The y rows (slots) of the thread's two rows, loaded before the main loop hides their latency. */
@@ -63,7 +82,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       float acc[64];
       auto sa = [&](int h, int kb) { return scale_at<F32>(a.a2_scale, row0 + rr[h], kb, 0); };
       auto sb = [&](int kb) { return scale_at<F32>(a.w_scale, e, nb / kBN, kb); };
-      consume<SCALE == FP8MOE_SCALE_BLOCK>(sm, wg, kblocks, it, acc, sa, sb);
+      consume<LOOP, SCALE == FP8MOE_SCALE_BLOCK>(sm, wg, kblocks, it, acc, sa, sb);
 
       float st = 0.0f, sr[2] = {0.0f, 0.0f};
       if (SCALE == FP8MOE_SCALE_TENSOR) st = kref_at(a.a2_scale, 0) * kref_at(a.w_scale, e);
@@ -94,11 +113,36 @@ __global__ void __launch_bounds__(kThreads, 1)
 #endif
 }
 
+using Kernel = void (*)(fp8moe_gemm2_args, CUtensorMap, CUtensorMap);
+
+/* The instantiation for a main-loop variant, or nullptr for a value outside FP8MOE_SM90_LOOP_*. */
+template <int SCALE, bool F32>
+Kernel kernel_for(int32_t loop) {
+  switch (loop) {
+    case FP8MOE_SM90_LOOP_OVERLAP: return gemm2_wgmma_kernel<SCALE, F32, FP8MOE_SM90_LOOP_OVERLAP>;
+    case FP8MOE_SM90_LOOP_SERIAL: return gemm2_wgmma_kernel<SCALE, F32, FP8MOE_SM90_LOOP_SERIAL>;
+    case FP8MOE_SM90_LOOP_EARLY_RELEASE: return gemm2_wgmma_kernel<SCALE, F32, FP8MOE_SM90_LOOP_EARLY_RELEASE>;
+    default: return nullptr;
+  }
+}
+
 template <int SCALE, bool F32 = false>
 cudaError_t launch(const fp8moe_gemm2_args& a, const CUtensorMap& ma, const CUtensorMap& mw, dim3 grid,
                    cudaStream_t stream) {
-  gemm2_wgmma_kernel<SCALE, F32><<<grid, kThreads, kSmemBytes, stream>>>(a, ma, mw);
+  const Kernel k = kernel_for<SCALE, F32>(a.sm90_loop);
+  if (k == nullptr) return cudaErrorInvalidValue;
+  k<<<grid, kThreads, kSmemBytes, stream>>>(a, ma, mw);
   return cudaGetLastError();
+}
+
+/* Raises the dynamic shared-memory limit of every main-loop variant of one (SCALE, F32). */
+template <int SCALE, bool F32>
+cudaError_t raise_smem(int bytes) {
+  cudaError_t e = cudaSuccess;
+  const int32_t loops[3] = {FP8MOE_SM90_LOOP_OVERLAP, FP8MOE_SM90_LOOP_SERIAL, FP8MOE_SM90_LOOP_EARLY_RELEASE};
+  for (int i = 0; i < 3 && e == cudaSuccess; ++i)
+    e = cudaFuncSetAttribute(kernel_for<SCALE, F32>(loops[i]), cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+  return e;
 }
 
 }  // namespace
@@ -108,6 +152,8 @@ cudaError_t launch(const fp8moe_gemm2_args& a, const CUtensorMap& ma, const CUte
 extern "C" int fp8moe_launch_gemm2_sm90(const fp8moe_gemm2_args* a, cudaStream_t stream) {
   using namespace fp8moe::sm90;
   if (a->max_tiles == 0) return cudaSuccess;
+  if (a->item_order != FP8MOE_GEMM2_ORDER_TILE_MAJOR && a->item_order != FP8MOE_GEMM2_ORDER_COLUMN_MAJOR)
+    return cudaErrorInvalidValue;
   CUtensorMap ma, mw;
   const uint64_t rows = static_cast<uint64_t>(a->max_tiles) * kBM;
   const uint64_t da[2] = {static_cast<uint64_t>(a->I), rows}, sa[1] = {static_cast<uint64_t>(a->I)};
@@ -134,14 +180,10 @@ extern "C" int fp8moe_launch_gemm2_sm90(const fp8moe_gemm2_args* a, cudaStream_t
 extern "C" int fp8moe_prepare_gemm2_sm90_smem(void) {
   using namespace fp8moe::sm90;
   const int bytes = static_cast<int>(kSmemBytes);
-  cudaError_t e = cudaFuncSetAttribute(gemm2_wgmma_kernel<FP8MOE_SCALE_BLOCK, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
-  if (e == cudaSuccess)
-    e = cudaFuncSetAttribute(gemm2_wgmma_kernel<FP8MOE_SCALE_BLOCK, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
-  if (e == cudaSuccess)
-    e = cudaFuncSetAttribute(gemm2_wgmma_kernel<FP8MOE_SCALE_ROW, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
-  if (e == cudaSuccess)
-    e = cudaFuncSetAttribute(gemm2_wgmma_kernel<FP8MOE_SCALE_ROW, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
-  if (e == cudaSuccess)
-    e = cudaFuncSetAttribute(gemm2_wgmma_kernel<FP8MOE_SCALE_TENSOR, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+  cudaError_t e = raise_smem<FP8MOE_SCALE_BLOCK, true>(bytes);
+  if (e == cudaSuccess) e = raise_smem<FP8MOE_SCALE_BLOCK, false>(bytes);
+  if (e == cudaSuccess) e = raise_smem<FP8MOE_SCALE_ROW, false>(bytes);
+  if (e == cudaSuccess) e = raise_smem<FP8MOE_SCALE_ROW, true>(bytes);
+  if (e == cudaSuccess) e = raise_smem<FP8MOE_SCALE_TENSOR, false>(bytes);
   return static_cast<int>(e);
 }

@@ -211,14 +211,24 @@ __device__ __forceinline__ void init_barriers(Smem& sm, uint32_t full_count) {
  * starts from zero in a partial accumulator and is promoted into the fp32 `acc` by ordinary FMUL/FFMA/FADD,
  * for every format: BLOCK acc += (part·sa(h, kb))·sb(kb) (the thread's two rows, its B tile; the CPU
  * backend's association, so a product overflows exactly where it does there), otherwise acc += part (the
- * scales apply once, in the epilogue).
- * Two partial accumulators alternate so the tensor cores never wait for a promotion: stage kb+1's wgmmas are
- * issued (committed as their own group) before stage kb is promoted, and `wgmma.wait_group 1` retires only
- * stage kb's group; its shared-memory stage is released (empty arrive) right after that wait. The loop is
- * unrolled by two so each partial accumulator stays a fixed register array. kblocks ≥ 1. */
-template <bool BLOCK, class RowScale, class BScale>
+ * scales apply once, in the epilogue). Stages are promoted in order in every LOOP variant
+ * (FP8MOE_SM90_LOOP_*, kernels_internal.h), so all three give the same bits; they differ in timing:
+ * - OVERLAP: two partial accumulators alternate; stage kb+1's wgmmas are issued (their own group) before
+ *   stage kb is promoted, `wgmma.wait_group 1` retires only kb's group, and kb's shared-memory stage is
+ *   released right after that wait. The tensor cores never wait for a promotion, but kb's release waits for
+ *   kb+1's full barrier: when loads are late, one stage of the ring is held by a stage already computed, so
+ *   at most kStages − 2 loads are in flight instead of kStages − 1 (docs/GPU.md).
+ * - SERIAL: one partial accumulator; issue kb, wait_group 0, release, promote, then wait for kb+1.
+ * - EARLY_RELEASE: two partial accumulators; wait_group 0 retires kb, its stage is released at once, then
+ *   kb+1 is waited for and issued, and kb is promoted while kb+1's wgmmas run.
+ * The two-accumulator loops are unrolled by two so each partial accumulator stays a fixed register array.
+ * kblocks ≥ 1. */
+template <int LOOP, bool BLOCK, class RowScale, class BScale>
 __device__ __forceinline__ void consume(Smem& sm, int wg, int kblocks, uint32_t& it, float (&acc)[64],
                                         RowScale sa, BScale sb) {
+  static_assert(LOOP == FP8MOE_SM90_LOOP_OVERLAP || LOOP == FP8MOE_SM90_LOOP_SERIAL ||
+                    LOOP == FP8MOE_SM90_LOOP_EARLY_RELEASE,
+                "a main-loop variant of kernels_internal.h");
 #if FP8MOE_SM90A
   float pa[64], pb[64];
 #pragma unroll
@@ -242,10 +252,12 @@ __device__ __forceinline__ void consume(Smem& sm, int wg, int kblocks, uint32_t&
     for (int kk = 0; kk < kBK / 32; ++kk) wgmma_m64n128k32(p, da + 2 * kk, db + 2 * kk, kk > 0);
     wgmma_commit();
   };
-  /* After the wait that completed stage kb's group: release its stage, promote p. */
-  auto retire = [&](float (&p)[64], int kb, float c0, float c1, float cw) {
+  /* After the wait that completed stage kb's group: p is final; its shared-memory stage may be refilled. */
+  auto release = [&](float (&p)[64], int kb) {
     fence_regs(p);
     mbar_arrive(&sm.empty[(it + static_cast<uint32_t>(kb)) % kStages]);
+  };
+  auto promote = [&](const float (&p)[64], float c0, float c1, float cw) {
     if (BLOCK) {
 #pragma unroll
       for (int i = 0; i < 64; ++i) acc[i] += p[i] * (acc_half(i) ? c1 : c0) * cw;
@@ -254,28 +266,69 @@ __device__ __forceinline__ void consume(Smem& sm, int wg, int kblocks, uint32_t&
       for (int i = 0; i < 64; ++i) acc[i] += p[i];
     }
   };
-  /* Every point where control flow merges has the same groups in flight (pa's stage at the loop head, none
-   * after the tail), so ptxas tracks the accumulators without serializing the wgmmas (no C7514 warning). */
   float ca0 = 0.0f, ca1 = 0.0f, caw = 0.0f, cb0 = 0.0f, cb1 = 0.0f, cbw = 0.0f;
-  issue(pa, 0, ca0, ca1, caw);
-  int kb = 0;
-  for (; kb + 2 < kblocks; kb += 2) {
-    issue(pb, kb + 1, cb0, cb1, cbw);
-    wgmma_wait<1>();
-    retire(pa, kb, ca0, ca1, caw);
-    issue(pa, kb + 2, ca0, ca1, caw);
-    wgmma_wait<1>();
-    retire(pb, kb + 1, cb0, cb1, cbw);
-  }
-  if (kb + 1 < kblocks) { /* two stages left: kb (in pa) and kb + 1 */
-    issue(pb, kb + 1, cb0, cb1, cbw);
-    wgmma_wait<1>();
-    retire(pa, kb, ca0, ca1, caw);
+  if constexpr (LOOP == FP8MOE_SM90_LOOP_SERIAL) {
+    (void)pb;
+    for (int kb = 0; kb < kblocks; ++kb) {
+      issue(pa, kb, ca0, ca1, caw);
+      wgmma_wait<0>();
+      release(pa, kb);
+      promote(pa, ca0, ca1, caw);
+    }
+  } else if constexpr (LOOP == FP8MOE_SM90_LOOP_EARLY_RELEASE) {
+    /* Every point where control flow merges has pa's stage in flight (loop head) or none (after the tail),
+     * so ptxas tracks the accumulators without serializing the wgmmas (no C7514 warning). */
+    issue(pa, 0, ca0, ca1, caw);
+    int kb = 0;
+    for (; kb + 2 < kblocks; kb += 2) {
+      wgmma_wait<0>();
+      release(pa, kb);
+      issue(pb, kb + 1, cb0, cb1, cbw);
+      promote(pa, ca0, ca1, caw);
+      wgmma_wait<0>();
+      release(pb, kb + 1);
+      issue(pa, kb + 2, ca0, ca1, caw);
+      promote(pb, cb0, cb1, cbw);
+    }
     wgmma_wait<0>();
-    retire(pb, kb + 1, cb0, cb1, cbw);
+    release(pa, kb);
+    if (kb + 1 < kblocks) { /* two stages left: kb (retired, in pa) and kb + 1 */
+      issue(pb, kb + 1, cb0, cb1, cbw);
+      promote(pa, ca0, ca1, caw);
+      wgmma_wait<0>();
+      release(pb, kb + 1);
+      promote(pb, cb0, cb1, cbw);
+    } else {
+      promote(pa, ca0, ca1, caw);
+    }
   } else {
-    wgmma_wait<0>();
-    retire(pa, kb, ca0, ca1, caw);
+    /* OVERLAP. Every point where control flow merges has the same groups in flight (pa's stage at the loop
+     * head, none after the tail), so ptxas tracks the accumulators without serializing the wgmmas. */
+    issue(pa, 0, ca0, ca1, caw);
+    int kb = 0;
+    for (; kb + 2 < kblocks; kb += 2) {
+      issue(pb, kb + 1, cb0, cb1, cbw);
+      wgmma_wait<1>();
+      release(pa, kb);
+      promote(pa, ca0, ca1, caw);
+      issue(pa, kb + 2, ca0, ca1, caw);
+      wgmma_wait<1>();
+      release(pb, kb + 1);
+      promote(pb, cb0, cb1, cbw);
+    }
+    if (kb + 1 < kblocks) { /* two stages left: kb (in pa) and kb + 1 */
+      issue(pb, kb + 1, cb0, cb1, cbw);
+      wgmma_wait<1>();
+      release(pa, kb);
+      promote(pa, ca0, ca1, caw);
+      wgmma_wait<0>();
+      release(pb, kb + 1);
+      promote(pb, cb0, cb1, cbw);
+    } else {
+      wgmma_wait<0>();
+      release(pa, kb);
+      promote(pa, ca0, ca1, caw);
+    }
   }
   it += static_cast<uint32_t>(kblocks);
 #else

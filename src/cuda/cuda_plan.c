@@ -119,6 +119,23 @@ uint32_t fp8moe_cuda_plan_context_offers(int have_tma_encoder, int have_decode_g
   return o;
 }
 
+/* The sm90 GEMMs' default variant: the two-accumulator main loop (promotion overlapped with the next stage's
+ * wgmmas, 9390648) and GEMM2 tile major (fewer DRAM bytes than column-block major at deepseek-v3 and
+ * mixtral-8x7b sizes). The merge that made them the default also made mixtral-8x7b slower; the letters
+ * below measure each against its predecessor on one build (docs/GPU.md "Main-loop and item-order switches"
+ * has the candidates and their arithmetic). */
+static const fp8moe_sm90_variant k_sm90_default = {FP8MOE_SM90_LOOP_OVERLAP, FP8MOE_GEMM2_ORDER_TILE_MAJOR};
+
+fp8moe_sm90_variant fp8moe_cuda_plan_context_sm90_variant(void) {
+  fp8moe_sm90_variant v = k_sm90_default;
+  const char* sw = getenv("FP8MOE_CUDA_GEMM_FALLBACK");
+  if (sw == NULL) return v;
+  if (strchr(sw, 'q') != NULL) v.loop = FP8MOE_SM90_LOOP_SERIAL;
+  else if (strchr(sw, 'r') != NULL) v.loop = FP8MOE_SM90_LOOP_EARLY_RELEASE;
+  if (strchr(sw, 'o') != NULL) v.gemm2_order = FP8MOE_GEMM2_ORDER_COLUMN_MAJOR;
+  return v;
+}
+
 static int rows_aligned16(const fp8moe_view* v) {
   return ((uintptr_t)v->data % 16) == 0 && v->strides[0] % 16 == 0 && (v->ndim < 3 || v->strides[1] % 16 == 0);
 }

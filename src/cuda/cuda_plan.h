@@ -53,6 +53,20 @@ typedef enum fp8moe_m_regime {
  * the next ones; a diagnostic and A/B switch, read only here). */
 uint32_t fp8moe_cuda_plan_context_offers(int have_tma_encoder, int have_decode_grids, int have_decode_tma_grids);
 
+/* How the sm90 wgmma GEMMs run, one choice per context (kernels/kernels_internal.h): the consumer main loop
+ * of both GEMMs and GEMM2's item order. Every variant computes the same bits; they exist to be measured
+ * against each other (docs/GPU.md "Main-loop and item-order switches"). */
+typedef struct fp8moe_sm90_variant {
+  int32_t loop;        /* FP8MOE_SM90_LOOP_* */
+  int32_t gemm2_order; /* FP8MOE_GEMM2_ORDER_* */
+} fp8moe_sm90_variant;
+
+/* At context creation: the default variant (data in cuda_plan.c), with each letter FP8MOE_CUDA_GEMM_FALLBACK
+ * names switching one choice: "q" the serial (sequential) main loop, "r" the early-release main loop ("q" wins
+ * when both are named), "o" GEMM2 column-block major (the other order). Letters of the other switches ("1",
+ * "2", "d", "t", "p", "c", "s") leave it. */
+fp8moe_sm90_variant fp8moe_cuda_plan_context_sm90_variant(void);
+
 typedef enum fp8moe_gemm_which { FP8MOE_GEMM1 = 1, FP8MOE_GEMM2 = 2 } fp8moe_gemm_which;
 
 typedef struct fp8moe_plan_row {
