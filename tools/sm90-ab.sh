@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # sm90-ab.sh — the wgmma GEMMs' main-loop and item-order A/B (docs/GPU.md "Main-loop and item-order
 # switches"): one fp8moe-bench call per FP8MOE_CUDA_GEMM_FALLBACK setting, all on one build, then one table of
-# the layer, GEMM1 and GEMM2 medians (µs) per point and setting. Reports in $OUT: ab-<setting>.{json,md,log}
+# the layer, routing + permutation, GEMM1 and GEMM2 medians (µs) per point and setting. Reports in $OUT: ab-<setting>.{json,md,log}
 # and ab-summary.md. Builds the library and the bench first unless GPU_CHECK_BUILD already holds them.
 #   AB_SETTINGS="none q r o qo ro"   settings; "none" leaves the variable unset (the default variant)
 #   AB_ARGS="--shape mixtral-8x7b --tokens 128,512,2048,8192 --routing uniform"   bench arguments
@@ -46,7 +46,7 @@ def stage(p, prefix):
     us = [s["us"] for s in p.get("stages", []) if s["name"].startswith(prefix)]
     return "%.0f" % us[0] if us else "-"
 keys = sorted({k for r in runs.values() for k in r}, key=lambda k: (k[0], k[1], k[2], k[3]))
-print("layer / GEMM1 / GEMM2 median µs per FP8MOE_CUDA_GEMM_FALLBACK setting (status when not ok)\n")
+print("layer / routing+permutation / GEMM1 / GEMM2 median µs per FP8MOE_CUDA_GEMM_FALLBACK setting (status when not ok)\n")
 print("| shape | format | routing | T | " + " | ".join(settings) + " |")
 print("|---|---|---|---|" + "---|" * len(settings))
 for k in keys:
@@ -56,7 +56,9 @@ for k in keys:
         if p is None:
             cells.append("-")
             continue
-        c = "%.1f / %s / %s" % (p["median_us"], stage(p, "gemm1"), stage(p, "gemm2"))
+        rp = p.get("route_permute_us", -1)
+        c = "%.1f / %s / %s / %s" % (p["median_us"], "%.1f" % rp if rp is not None and rp >= 0 else "-",
+                                     stage(p, "gemm1"), stage(p, "gemm2"))
         cells.append(c if p["status"] == "ok" else c + " " + p["status"])
     print("| %s | %s | %s | %d | " % k + " | ".join(cells) + " |")
 EOF
