@@ -167,8 +167,8 @@ static void picks(void) {
   EXPECT(kernel_of(FP8MOE_GEMM1, 90, &mis, tma) == FP8MOE_GEMM_MMA_SYNC &&
              kernel_of(FP8MOE_GEMM2, 90, &mis, tma) == FP8MOE_GEMM_MMA_SYNC,
          "8-byte aligned weights: no bulk copies, mma.sync pair");
-  /* The shapes of test_gpu_sweep's decode rows (T, H, I, E, K), in every format: the bulk-copy pair, so the
-   * sweep's default context runs it there. */
+  /* The shapes of test_gpu_sweep's decode rows (T, H, I, E, K), in every format: the register pair, and the
+   * bulk-copy pair where offered, so the sweep's default and "b" contexts run one kind each there. */
   const int64_t sweep[3][5] = {{12, 384, 256, 64, 2}, {16, 256, 384, 128, 4}, {2, 2304, 640, 8, 2}};
   const int32_t formats[3] = {FP8MOE_QUANT_FP8_PER_TENSOR, FP8MOE_QUANT_FP8_BLOCK128, FP8MOE_QUANT_FP8_PER_CHANNEL};
   for (int i = 0; i < 3; ++i)
@@ -180,8 +180,8 @@ static void picks(void) {
       EXPECT(kernel_of(FP8MOE_GEMM1, 90, &d, tma) == FP8MOE_GEMM_DECODE_TMA &&
                  kernel_of(FP8MOE_GEMM2, 90, &d, tma) == FP8MOE_GEMM_DECODE_TMA &&
                  kernel_of(FP8MOE_GEMM1, 90, &d, dec) == FP8MOE_GEMM_DECODE,
-             "sweep decode row T=%lld H=%lld I=%lld E=%lld K=%lld format %d: bulk-copy pair (register pair with "
-             "FALLBACK=t)",
+             "sweep decode row T=%lld H=%lld I=%lld E=%lld K=%lld format %d: bulk-copy pair where offered "
+             "(FALLBACK=b), else the register pair",
              (long long)sweep[i][0], (long long)sweep[i][1], (long long)sweep[i][2], (long long)sweep[i][3],
              (long long)sweep[i][4], (int)formats[f]);
     }
@@ -192,23 +192,28 @@ static void environment_switch(void) {
   const uint32_t sm90 = FP8MOE_PLAN_NEEDS_SM90_GEMM1 | FP8MOE_PLAN_NEEDS_SM90_GEMM2;
   const uint32_t decs = FP8MOE_PLAN_NEEDS_DECODE_GRIDS | FP8MOE_PLAN_NEEDS_DECODE_TMA_GRIDS;
   uint32_t o = fp8moe_cuda_plan_context_offers(1, 1, 1);
-  EXPECT(o == (FP8MOE_PLAN_NEEDS_TMA_ENC | sm90 | decs), "default context offers 0x%x", (unsigned)o);
-  EXPECT(fp8moe_cuda_plan_context_offers(0, 1, 1) == (sm90 | decs), "no encoder: no TMA_ENC");
-  EXPECT(fp8moe_cuda_plan_context_offers(1, 0, 1) == (FP8MOE_PLAN_NEEDS_TMA_ENC | sm90 |
-                                                      FP8MOE_PLAN_NEEDS_DECODE_TMA_GRIDS),
-         "no register-path decode grids");
-  EXPECT(fp8moe_cuda_plan_context_offers(1, 1, 0) ==
-             (FP8MOE_PLAN_NEEDS_TMA_ENC | sm90 | FP8MOE_PLAN_NEEDS_DECODE_GRIDS),
+  const uint32_t reg = FP8MOE_PLAN_NEEDS_DECODE_GRIDS;
+  EXPECT(o == (FP8MOE_PLAN_NEEDS_TMA_ENC | sm90 | reg), "default context offers 0x%x (no bulk-copy pair)",
+         (unsigned)o);
+  EXPECT(fp8moe_cuda_plan_context_offers(0, 1, 1) == (sm90 | reg), "no encoder: no TMA_ENC");
+  EXPECT(fp8moe_cuda_plan_context_offers(1, 0, 1) == (FP8MOE_PLAN_NEEDS_TMA_ENC | sm90),
+         "no register-path decode grids, bulk-copy not asked for: no decode pair");
+  EXPECT(fp8moe_cuda_plan_context_offers(1, 1, 0) == (FP8MOE_PLAN_NEEDS_TMA_ENC | sm90 | reg),
          "no bulk-copy decode grids");
   EXPECT(fp8moe_cuda_plan_context_offers(1, 0, 0) == (FP8MOE_PLAN_NEEDS_TMA_ENC | sm90), "no decode grids");
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "2", 1);
   o = fp8moe_cuda_plan_context_offers(1, 1, 1);
-  EXPECT((o & FP8MOE_PLAN_NEEDS_SM90_GEMM1) && !(o & FP8MOE_PLAN_NEEDS_SM90_GEMM2) && (o & decs) == decs,
+  EXPECT((o & FP8MOE_PLAN_NEEDS_SM90_GEMM1) && !(o & FP8MOE_PLAN_NEEDS_SM90_GEMM2) && (o & decs) == reg,
          "FALLBACK=2: 0x%x", (unsigned)o);
-  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "t", 1);
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "b", 1);
   o = fp8moe_cuda_plan_context_offers(1, 1, 1);
-  EXPECT((o & sm90) == sm90 && (o & decs) == FP8MOE_PLAN_NEEDS_DECODE_GRIDS,
-         "FALLBACK=t: the register-path decode pair only: 0x%x", (unsigned)o);
+  EXPECT((o & sm90) == sm90 && (o & decs) == decs, "FALLBACK=b: both decode kinds (the bulk-copy pair first): 0x%x",
+         (unsigned)o);
+  EXPECT(fp8moe_cuda_plan_context_offers(1, 1, 0) == (FP8MOE_PLAN_NEEDS_TMA_ENC | sm90 | reg),
+         "FALLBACK=b, no bulk-copy grids: the register pair");
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "bd", 1);
+  o = fp8moe_cuda_plan_context_offers(1, 1, 1);
+  EXPECT((o & decs) == 0, "FALLBACK=bd: d wins, neither decode kind: 0x%x", (unsigned)o);
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "d", 1);
   o = fp8moe_cuda_plan_context_offers(1, 1, 1);
   EXPECT((o & sm90) == sm90 && (o & decs) == 0, "FALLBACK=d: neither decode kind: 0x%x", (unsigned)o);

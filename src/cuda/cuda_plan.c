@@ -114,7 +114,10 @@ uint32_t fp8moe_cuda_plan_context_offers(int have_tma_encoder, int have_decode_g
   if (off == NULL || strchr(off, '1') == NULL) o |= FP8MOE_PLAN_NEEDS_SM90_GEMM1;
   if (off == NULL || strchr(off, '2') == NULL) o |= FP8MOE_PLAN_NEEDS_SM90_GEMM2;
   if (have_decode_grids && !decode_off) o |= FP8MOE_PLAN_NEEDS_DECODE_GRIDS;
-  if (have_decode_tma_grids && !decode_off && (off == NULL || strchr(off, 't') == NULL))
+  /* The bulk-copy decode pair is opt-in ("b"): on the H200 (8219c29, docs/PERFORMANCE.md) it was slower than
+   * the register path at every decode point but qwen3-30b-a3b per-tensor T = 1 (deepseek-v3 block T = 1 GEMM1
+   * 106 vs 86 µs, T = 8 466 vs 384 µs). It stays built and tested for the A/B. */
+  if (have_decode_tma_grids && !decode_off && off != NULL && strchr(off, 'b') != NULL)
     o |= FP8MOE_PLAN_NEEDS_DECODE_TMA_GRIDS;
   return o;
 }

@@ -43,14 +43,14 @@ typedef enum fp8moe_m_regime {
 #define FP8MOE_PLAN_NEEDS_DECODE_SHAPES 128u /* 16-byte aligned weight rows (and e4m3 hidden rows), and with
                                                 block scales at most FP8MOE_DECODE_MAX_KBLOCKS along H and I */
 #define FP8MOE_PLAN_NEEDS_DECODE_TMA_GRIDS 256u /* the bulk-copy decode GEMMs' grids fit this device (context
-                                                   creation), and FP8MOE_CUDA_GEMM_FALLBACK names neither "d"
-                                                   nor "t" */
+                                                   creation), and FP8MOE_CUDA_GEMM_FALLBACK names "b" (opt-in)
+                                                   and not "d" */
 
 /* Context-level offers, decided once at context creation: TMA_ENC when the encoder was found, DECODE_GRIDS
  * and DECODE_TMA_GRIDS when the register-path and the bulk-copy decode GEMMs' grids fit, and SM90_GEMM1/2
- * (DECODE_GRIDS, DECODE_TMA_GRIDS) unless the environment variable FP8MOE_CUDA_GEMM_FALLBACK names that GEMM
- * ("1", "2", "d" for both decode kinds, "t" for the bulk-copy kind only, or any mix: those rows give way to
- * the next ones; a diagnostic and A/B switch, read only here). */
+ * (DECODE_GRIDS) unless the environment variable FP8MOE_CUDA_GEMM_FALLBACK names that GEMM ("1", "2", "d" for
+ * both decode kinds, or any mix: those rows give way to the next ones; a diagnostic and A/B switch, read only
+ * here). DECODE_TMA_GRIDS only where it names "b": the bulk-copy decode pair is opt-in (slower on the H200). */
 uint32_t fp8moe_cuda_plan_context_offers(int have_tma_encoder, int have_decode_grids, int have_decode_tma_grids);
 
 /* How the sm90 wgmma GEMMs run, one choice per context (kernels/kernels_internal.h): the consumer main loop
@@ -64,7 +64,7 @@ typedef struct fp8moe_sm90_variant {
 /* At context creation: the default variant (data in cuda_plan.c), with each letter FP8MOE_CUDA_GEMM_FALLBACK
  * names switching one choice: "q" the serial (sequential) main loop, "r" the early-release main loop ("q" wins
  * when both are named), "o" GEMM2 column-block major (the other order). Letters of the other switches ("1",
- * "2", "d", "t", "p", "c", "s") leave it. */
+ * "2", "d", "b", "p", "c", "s") leave it. */
 fp8moe_sm90_variant fp8moe_cuda_plan_context_sm90_variant(void);
 
 typedef enum fp8moe_gemm_which { FP8MOE_GEMM1 = 1, FP8MOE_GEMM2 = 2 } fp8moe_gemm_which;
