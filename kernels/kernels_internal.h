@@ -196,6 +196,7 @@ typedef struct fp8moe_gemm1_args {
   int32_t E_local;             /* experts in w (the sm90 kernel's tensor map spans them) */
   void* tma_encode;            /* sm90 only: the driver's cuTensorMapEncodeTiled (fp8moe_prepare_gemm_sm90) */
   int32_t sm90_loop;           /* sm90 only: FP8MOE_SM90_LOOP_* */
+  int32_t decode_prefetch;     /* register-path decode GEMMs only: L2 prefetch distance in K steps (0: none) */
 } fp8moe_gemm1_args;
 int fp8moe_launch_gemm1(const fp8moe_gemm1_args* a, cudaStream_t stream);
 /* sm_90a: needs tile_m 64, w 16-byte aligned with strides multiples of 16, a->tma_encode; encodes the weight
@@ -238,6 +239,7 @@ typedef struct fp8moe_gemm2_args {
   void* tma_encode;            /* sm90 only, as GEMM1 */
   int32_t sm90_loop;           /* sm90 only, as GEMM1 */
   int32_t item_order;          /* sm90 only: FP8MOE_GEMM2_ORDER_* */
+  int32_t decode_prefetch;     /* register-path decode GEMMs only: as fp8moe_gemm1_args */
 } fp8moe_gemm2_args;
 int fp8moe_launch_gemm2(const fp8moe_gemm2_args* a, cudaStream_t stream);
 int fp8moe_prepare_gemm2(void); /* as fp8moe_prepare_gemm1 */
