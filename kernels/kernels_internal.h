@@ -84,8 +84,9 @@ typedef struct fp8moe_permute_args {
   int32_t chunk_slots;     /* 0: one block; else slots per chunk (any positive count; the plan's are multiples
                               of FP8MOE_PERMUTE_CHUNK_ALIGN) */
   int32_t pad_;
-  int32_t* chunk_counts;   /* chunk_slots > 0: [ceil(TK/chunk_slots) × E_local] workspace, overwritten (per-chunk
-                              counts, then each chunk's first row per expert); never read before written */
+  int32_t* chunk_counts;   /* chunk_slots > 0: [(ceil(TK/chunk_slots) + 1) × E_local] workspace, overwritten (per-
+                              chunk counts, then each chunk's offset per expert; the last row the experts' rows);
+                              never read before written */
 } fp8moe_permute_args;
 #define FP8MOE_PERMUTE_CHUNK_ALIGN 256 /* 8 warps × 32 slots: one step of every warp of a chunk block */
 #define FP8MOE_PERMUTE_MAX_EXPERTS 2048

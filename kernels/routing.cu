@@ -15,9 +15,16 @@ namespace fp8moe {
 namespace {
 
 constexpr int kWarpsPerBlock = 4;
+/* Resident blocks per SM asked of ptxas for PL ≤ 8 (E ≤ 256): 12 × 4 warps caps registers at 40 (43 without
+ * it, allocated as 48: 10 blocks, 40 warps per SM) with no spills (ptxas -v, sm_90a); 16 would cap them at 32
+ * and spill. More warps per SM hide more of a token's dependent chain (loads, sigmoids, the redux rounds of
+ * top-K) and put 6,336 tokens in flight on an H200 instead of 5,280 (deepseek-v3 T = 8192: 8,192 tokens,
+ * docs/GPU.md "Permutation"). Register allocation does not change arithmetic, so the bits stay. */
+template <int PL>
+constexpr int min_blocks() { return PL <= 8 ? 12 : 1; }
 
 template <int PL>
-__global__ void __launch_bounds__(kWarpsPerBlock * 32) routing_kernel(fp8moe_routing_args a) {
+__global__ void __launch_bounds__(kWarpsPerBlock * 32, min_blocks<PL>()) routing_kernel(fp8moe_routing_args a) {
   extern __shared__ float gkey[];
   wait_prior(); /* plain launch: returns at once */
   allow_next(); /* the permutation (PDL) may be scheduled now; it waits for this grid before reading ids */

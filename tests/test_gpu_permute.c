@@ -155,7 +155,8 @@ static void run_case(const perm_case* c) {
   /* Paths: one block, the plan's chunks, 256-slot chunks, 1,000-slot chunks (duplicates dropped). */
   int32_t chunks[4] = {0, plan_chunk(c), FP8MOE_PERMUTE_CHUNK_ALIGN, 1000};
   if (chunks[1] > 0) ++plan_chunked_cases;
-  const size_t counters = (tk + FP8MOE_PERMUTE_CHUNK_ALIGN - 1) / FP8MOE_PERMUTE_CHUNK_ALIGN * (size_t)c->E_local;
+  /* The most chunks any path here has (256-slot chunks), plus the row of the experts' totals. */
+  const size_t counters = ((tk + FP8MOE_PERMUTE_CHUNK_ALIGN - 1) / FP8MOE_PERMUTE_CHUNK_ALIGN + 1) * (size_t)c->E_local;
   int32_t* ids = malloc(tk * 4);
   int32_t* want_sorted = malloc(rows * 4);
   int32_t* want_slot_row = malloc(tk * 4);

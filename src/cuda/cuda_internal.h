@@ -40,7 +40,7 @@ typedef struct fp8moe_cuda_layout {
   size_t ids, weights, slot_row;   /* [T·K] int32 / fp32 / int32 */
   size_t sorted_slots, tile_expert;/* [rows] / [max_tiles] int32 */
   int32_t permute_chunk; /* slots per chunk of the chunked permutation, 0: one block (cuda_plan.c) */
-  size_t chunk_counts;   /* int32 [ceil(T·K / permute_chunk) × E_local] when permute_chunk > 0 */
+  size_t chunk_counts;   /* int32 [(ceil(T·K / permute_chunk) + 1) × E_local] when permute_chunk > 0 */
   size_t xq, xs;         /* e4m3 [T,H]; fp32 x scales (GROUP [T,H/128], ROW [T]) */
   size_t a2q, a2s;       /* e4m3 [rows,I]; fp32 a2 scales (GROUP [rows,I/128], ROW [rows]) */
   size_t inter;          /* fp32 [rows,I] (deferred requantization only) */

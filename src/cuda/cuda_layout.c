@@ -35,7 +35,7 @@ void fp8moe_cuda_layout_make(const fp8moe_problem* p, int32_t cc, fp8moe_cuda_la
   l->permute_chunk = fp8moe_cuda_plan_permute_chunk(p);
   l->chunk_counts = 0;
   if (l->permute_chunk > 0)
-    l->chunk_counts = take(&c, (TK + (size_t)l->permute_chunk - 1) / (size_t)l->permute_chunk * (size_t)p->E_local * 4);
+    l->chunk_counts = take(&c, ((TK + (size_t)l->permute_chunk - 1) / (size_t)l->permute_chunk + 1) * (size_t)p->E_local * 4);
   l->xq = p->hidden_is_fp8 ? 0 : take(&c, (size_t)p->T * H);
   l->xs = 0;
   if (!p->hidden_is_fp8 && xs_per_row) l->xs = take(&c, (size_t)p->T * xs_per_row * 4);

@@ -213,8 +213,9 @@ uint32_t fp8moe_cuda_plan_prologue(const fp8moe_problem* p, uint32_t context_pro
  * T·K = 1,024 up: every scattered store leaves one SM. The chunked path costs three launch boundaries
  * (≈ 1 µs each under programmatic dependent launch) plus ≈ 1.5 µs per launch at a few hundred slots per
  * block, about 7–8 µs at any T·K up to ~10^5: equal near T·K = 2,048, ahead from 4,096 (≈ 12 µs one-block).
- * 128 chunks is about one block per SM of an H200 (132 SMs); 65,536 counters (256 KiB) keep the scan block's
- * two passes over them near 1 µs each (16 loads in flight per thread). */
+ * 128 chunks is about one block per SM of an H200 (132 SMs), and at most 4 chunks per thread of the scan
+ * blocks (one batch of loads); 65,536 counters (256 KiB) bound the counter slice and the scan's traffic at
+ * large E_local. The scan measured 10.8–17 µs in its first, one-block form (docs/GPU.md "Permutation"). */
 static const fp8moe_permute_rule k_permute = {
     4096, 128, 65536, "large T·K: many blocks count, scan and place chunks of slots"};
 
