@@ -230,7 +230,7 @@ static int variant_is(int32_t loop, int32_t order) {
   return v.loop == loop && v.gemm2_order == order;
 }
 
-/* The decode GEMMs' L2 prefetch distance: 1 step by default, 0 with "n", 2 with "m" ("n" wins); the other
+/* The decode GEMMs' L2 prefetch distance: 1 step by default, 0 with "f", 2 with "h" ("f" wins); the other
  * switches leave it, and these letters leave every other offer. */
 static void decode_prefetch(void) {
   unsetenv("FP8MOE_CUDA_GEMM_FALLBACK");
@@ -238,15 +238,15 @@ static void decode_prefetch(void) {
   const uint32_t dflt = fp8moe_cuda_plan_context_offers(1, 1, 1);
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "12dbpcsqro", 1);
   EXPECT(fp8moe_cuda_plan_context_decode_prefetch() == 1, "FALLBACK=12dbpcsqro: distance untouched");
-  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "n", 1);
-  EXPECT(fp8moe_cuda_plan_context_decode_prefetch() == 0, "FALLBACK=n: no prefetch");
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "f", 1);
+  EXPECT(fp8moe_cuda_plan_context_decode_prefetch() == 0, "FALLBACK=f: no prefetch");
   EXPECT(fp8moe_cuda_plan_context_offers(1, 1, 1) == dflt && fp8moe_cuda_plan_context_permute_chunks() &&
              fp8moe_cuda_plan_context_prologue() == (FP8MOE_PROLOGUE_CLUSTER | FP8MOE_PROLOGUE_BLOCK),
-         "FALLBACK=n: every offer as by default");
-  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "m", 1);
-  EXPECT(fp8moe_cuda_plan_context_decode_prefetch() == 2, "FALLBACK=m: two steps ahead");
-  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "mn", 1);
-  EXPECT(fp8moe_cuda_plan_context_decode_prefetch() == 0, "FALLBACK=mn: n wins");
+         "FALLBACK=f: every offer as by default");
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "h", 1);
+  EXPECT(fp8moe_cuda_plan_context_decode_prefetch() == 2, "FALLBACK=h: two steps ahead");
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "hf", 1);
+  EXPECT(fp8moe_cuda_plan_context_decode_prefetch() == 0, "FALLBACK=hf: f wins");
   unsetenv("FP8MOE_CUDA_GEMM_FALLBACK");
 }
 

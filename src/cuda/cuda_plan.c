@@ -245,7 +245,7 @@ static const int32_t k_decode_prefetch = 1;
 
 int32_t fp8moe_cuda_plan_context_decode_prefetch(void) {
   const char* sw = getenv("FP8MOE_CUDA_GEMM_FALLBACK");
-  if (sw != NULL && strchr(sw, 'n') != NULL) return 0;
-  if (sw != NULL && strchr(sw, 'm') != NULL) return 2;
+  if (sw != NULL && strchr(sw, 'f') != NULL) return 0;
+  if (sw != NULL && strchr(sw, 'h') != NULL) return 2;
   return k_decode_prefetch;
 }

@@ -149,8 +149,8 @@ int32_t fp8moe_cuda_plan_permute_chunk(const fp8moe_problem* p);
 int fp8moe_cuda_plan_context_permute_chunks(void);
 
 /* At context creation: the register-path decode GEMMs' L2 prefetch distance in K steps (kernels/gemm_decode.cu
- * stream_range): 1, or 0 where FP8MOE_CUDA_GEMM_FALLBACK names "n", 2 where it names "m" ("n" wins); the A/B
- * switch for measuring it. */
+ * stream_range): 1, or 0 where FP8MOE_CUDA_GEMM_FALLBACK names "f" (no prefetch), 2 where it names "h" (two
+ * steps ahead; "f" wins); the A/B switch for measuring it. */
 int32_t fp8moe_cuda_plan_context_decode_prefetch(void);
 
 #endif /* FP8MOE_CUDA_PLAN_H */
