@@ -7,7 +7,13 @@
  * layout (each producer thread publishes a stage kLag groups later: wait_group, proxy fence, arrive), and
  * one thread loads the 128 gate rows and the 128 up rows of W13[e] by TMA; consumer warpgroup 0 computes the
  * gate half, 1 the up half. Epilogue: up goes through shared memory to the gate warpgroup, which writes the
- * activated tile; all 256 consumer threads then requantize it (4 threads per row, as the mma.sync kernel). */
+ * activated tile; all 256 consumer threads then requantize it (4 threads per row, as the mma.sync kernel).
+ * Persistent CTAs walk the items in the host's order (item_order, item_group: src/cuda/cuda_plan.c), mapped
+ * by the producer and the consumers through the same fp8moe_sm90_item_of (sm90_items.h). Grouped (the
+ * default) keeps a wave on about item_group tiles' gathered rows; column-block major (the old order) puts a
+ * wave on one 128-column block of up to 132 tiles, so the gathered rows (deepseek-v3 T = 8192: 470 MB) are
+ * read from DRAM once per column block (docs/GPU.md "Item order"). */
+#include "sm90_items.h"
 #include "wgmma_sm90.cuh"
 
 namespace fp8moe {
@@ -22,13 +28,14 @@ __device__ __forceinline__ float activate(int32_t act, float g, float u) {
 
 /* Producer warpgroup: thread p copies 16-byte chunk p % 8 of rows p / 8 + 16i (i < 4) of every A stage. */
 __device__ __forceinline__ void produce(const fp8moe_gemm1_args& a, const CUtensorMap& map_w, Smem& sm,
-                                        int32_t tiles, int64_t items, int kblocks) {
+                                        int32_t tiles, int32_t col_blocks, int64_t items, int kblocks) {
   const int p = threadIdx.x, c = p & 7, rb = p >> 3;
   const uint32_t swz = static_cast<uint32_t>((c ^ (rb & 7)) << 4); /* 128-byte swizzle: chunk ^ (row % 8) */
   uint32_t it = 0;
   for (int64_t w = blockIdx.x; w < items; w += gridDim.x) {
-    const int tile = static_cast<int>(w % tiles);
-    const int32_t n0 = static_cast<int32_t>(w / tiles) * kBN;
+    const fp8moe_sm90_item item = fp8moe_sm90_item_of(w, tiles, col_blocks, a.item_order, a.item_group);
+    const int tile = item.tile;
+    const int32_t n0 = item.col_block * kBN;
     const int32_t e = a.tile_expert[tile];
     const int64_t row0 = static_cast<int64_t>(tile) * kBM;
     const uint8_t* src[4];
@@ -73,12 +80,13 @@ __global__ void __launch_bounds__(kThreads, 1)
   Smem& sm = smem_of(smem_raw);
   init_barriers(sm, 1 + 128);
   const int32_t tiles = *a.num_tiles;
-  const int64_t items = static_cast<int64_t>(tiles) * (a.I / kBN);
+  const int32_t col_blocks = a.I / kBN;
+  const int64_t items = static_cast<int64_t>(tiles) * col_blocks;
   const int kblocks = a.H / kBK;
 
   if (threadIdx.x < 128) {
     setmaxnreg_dec<kProducerRegs>();
-    produce(a, map_w, sm, tiles, items, kblocks);
+    produce(a, map_w, sm, tiles, col_blocks, items, kblocks);
     return;
   }
   setmaxnreg_inc<kConsumerRegs>();
@@ -87,8 +95,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int rr[2] = {16 * q + g, 16 * q + g + 8};
   uint32_t it = 0;
   for (int64_t w = blockIdx.x; w < items; w += gridDim.x) {
-    const int tile = static_cast<int>(w % tiles);
-    const int32_t n0 = static_cast<int32_t>(w / tiles) * kBN;
+    const fp8moe_sm90_item item = fp8moe_sm90_item_of(w, tiles, col_blocks, a.item_order, a.item_group);
+    const int tile = item.tile;
+    const int32_t n0 = item.col_block * kBN;
     const int32_t e = a.tile_expert[tile];
     const int64_t row0 = static_cast<int64_t>(tile) * kBM;
     int32_t tok[2];
@@ -206,6 +215,7 @@ cudaError_t raise_smem(int bytes) {
 extern "C" int fp8moe_launch_gemm1_sm90(const fp8moe_gemm1_args* a, cudaStream_t stream) {
   using namespace fp8moe::sm90;
   if (a->max_tiles == 0) return cudaSuccess;
+  if (!fp8moe_sm90_order_ok(a->item_order, a->item_group)) return cudaErrorInvalidValue;
   CUtensorMap mw;
   const uint64_t dw[3] = {static_cast<uint64_t>(a->H), 2 * static_cast<uint64_t>(a->I),
                           static_cast<uint64_t>(a->E_local)};

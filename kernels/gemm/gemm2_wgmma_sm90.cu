@@ -3,16 +3,20 @@
  * with the warp-specialized wgmma + TMA machinery of wgmma_sm90.cuh. a2q rows are contiguous and expert-sorted
  * (tile_m = 64), so the producer loads both operands by TMA: per stage one 64×128 box of a2q and two
  * 128×128 boxes of W2[e] (output columns n0 … n0+255), 40 KB, expect_tx on the stage's full barrier.
- * Persistent CTAs (one per SM, 384 threads) walk (tile, 256-column block) items tile major over the
- * device-side num_tiles/tile_expert; consumer warpgroup w writes columns n0 + 128w … of the 64 rows, as bf16
- * into y's row of each row's slot (padding rows are not stored).
- * Tile major: the CTAs of one wave share a few A tiles and one or two experts' W2 (at most 2 × 14.7 MB at
- * deepseek-v3 sizes, inside the 50 MB L2), so DRAM sees each a2q row once and each W2 byte about once.
- * Column-block major (the mma.sync kernel's order) re-reads all of a2q (rows·I bytes, 151 MB at deepseek-v3
- * T = 8192, beyond L2) once per column block: 28 × 151 MB ≈ 4.2 GB, more than W2's 3.8 GB.
- * The order is a launch argument (item_order, chosen by the host: src/cuda/cuda_plan.c), so both can be
- * measured on one build; producer and consumers map items through the same gemm2_item, and either order
- * visits every (tile, column block) once, so the output does not depend on it. */
+ * Persistent CTAs (one per SM, 384 threads) walk (tile, 256-column block) items over the device-side
+ * num_tiles/tile_expert in the host's order (item_order, item_group: src/cuda/cuda_plan.c); consumer
+ * warpgroup w writes columns n0 + 128w … of the 64 rows, as bf16 into y's row of each row's slot (padding
+ * rows are not stored).
+ * Orders (kernels/gemm/sm90_items.h; docs/GPU.md "Item order"): grouped (the default) walks groups of
+ * item_group tiles column-block major, so a wave shares a few tiles' a2q rows and a few column blocks of one
+ * or two experts' W2; tile major: the CTAs of one wave share a few A tiles and one or two experts' W2, which
+ * a wave re-streams whenever an expert has more tiles than a wave covers (mixtral-8x7b T = 8192: 32 tiles ×
+ * 16 column blocks per expert, 59 MB of W2 per wave); column-block major (the mma.sync kernel's order)
+ * re-reads all of a2q (rows·I bytes, 151 MB at deepseek-v3 T = 8192, beyond L2) once per column block:
+ * 28 × 151 MB ≈ 4.2 GB, more than W2's 3.8 GB.
+ * Producer and consumers map items through the same fp8moe_sm90_item_of, and every order visits every
+ * (tile, column block) once, so the output does not depend on it. */
+#include "sm90_items.h"
 #include "wgmma_sm90.cuh"
 
 namespace fp8moe {
@@ -20,16 +24,14 @@ namespace sm90 {
 namespace {
 
 #if FP8MOE_SM90A
-/* Work item w of tiles × col_blocks → (tile, first output column of its 256). Both orders are bijections of
- * [0, tiles·col_blocks). */
+/* Work item w → (tile, first output column of its 256): the shared mapping of sm90_items.h. */
 struct Item {
   int tile;
   int32_t n0;
 };
-__device__ __forceinline__ Item gemm2_item(int64_t w, int32_t tiles, int32_t col_blocks, int32_t order) {
-  if (order == FP8MOE_GEMM2_ORDER_COLUMN_MAJOR)
-    return {static_cast<int>(w % tiles), static_cast<int32_t>(w / tiles) * kGemm2Cols};
-  return {static_cast<int>(w / col_blocks), static_cast<int32_t>(w % col_blocks) * kGemm2Cols};
+__device__ __forceinline__ Item gemm2_item(int64_t w, int32_t tiles, int32_t col_blocks, const fp8moe_gemm2_args& a) {
+  const fp8moe_sm90_item it = fp8moe_sm90_item_of(w, tiles, col_blocks, a.item_order, a.item_group);
+  return {it.tile, it.col_block * kGemm2Cols};
 }
 #endif
 
@@ -51,7 +53,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (threadIdx.x == 0) {
       uint32_t it = 0;
       for (int64_t w = blockIdx.x; w < items; w += gridDim.x) {
-        const Item item = gemm2_item(w, tiles, col_blocks, a.item_order);
+        const Item item = gemm2_item(w, tiles, col_blocks, a);
         const int tile = item.tile;
         const int32_t n0 = item.n0;
         const int32_t e = a.tile_expert[tile];
@@ -72,7 +74,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     const int rr[2] = {16 * q + g, 16 * q + g + 8};
     uint32_t it = 0;
     for (int64_t w = blockIdx.x; w < items; w += gridDim.x) {
-      const Item item = gemm2_item(w, tiles, col_blocks, a.item_order);
+      const Item item = gemm2_item(w, tiles, col_blocks, a);
       const int tile = item.tile;
       const int32_t nb = item.n0 + wg * kBN; /* this warpgroup's columns */
       const int32_t e = a.tile_expert[tile];
@@ -152,8 +154,7 @@ cudaError_t raise_smem(int bytes) {
 extern "C" int fp8moe_launch_gemm2_sm90(const fp8moe_gemm2_args* a, cudaStream_t stream) {
   using namespace fp8moe::sm90;
   if (a->max_tiles == 0) return cudaSuccess;
-  if (a->item_order != FP8MOE_GEMM2_ORDER_TILE_MAJOR && a->item_order != FP8MOE_GEMM2_ORDER_COLUMN_MAJOR)
-    return cudaErrorInvalidValue;
+  if (!fp8moe_sm90_order_ok(a->item_order, a->item_group)) return cudaErrorInvalidValue;
   CUtensorMap ma, mw;
   const uint64_t rows = static_cast<uint64_t>(a->max_tiles) * kBM;
   const uint64_t da[2] = {static_cast<uint64_t>(a->I), rows}, sa[1] = {static_cast<uint64_t>(a->I)};

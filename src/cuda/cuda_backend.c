@@ -124,6 +124,7 @@ static int32_t cuda_create(struct fp8moe_context* ctx, const fp8moe_context_args
   impl->permute_chunks = fp8moe_cuda_plan_context_permute_chunks();
   const fp8moe_sm90_variant sm90 = fp8moe_cuda_plan_context_sm90_variant();
   impl->sm90_loop = sm90.loop;
+  impl->gemm1_order = sm90.gemm1_order;
   impl->gemm2_order = sm90.gemm2_order;
   if (e != cudaSuccess) {
     (void)cudaGetLastError();
