@@ -244,6 +244,9 @@ typedef struct fp8moe_gemm2_args {
   int32_t sm90_loop;           /* sm90 only, as GEMM1 */
   int32_t item_order;          /* sm90 only: FP8MOE_SM90_ORDER_* */
   int32_t item_group;          /* sm90 only, as GEMM1 */
+  int32_t max_clusters;        /* sm90 only: > 0 runs the 2-CTA cluster kernel (B multicast to both CTAs of a
+                                  pair of items of one column block and expert) on at most this many
+                                  clusters (fp8moe_prepare_gemm2_sm90_clusters); 0 the one-CTA kernel */
 } fp8moe_gemm2_args;
 int fp8moe_launch_gemm2(const fp8moe_gemm2_args* a, cudaStream_t stream);
 int fp8moe_prepare_gemm2(void); /* as fp8moe_prepare_gemm1 */
@@ -255,6 +258,9 @@ int fp8moe_launch_gemm2_sm90(const fp8moe_gemm2_args* a, cudaStream_t stream);
  * NULL when the driver lacks it or the device refuses the kernels' shared memory (the plan then keeps the
  * mma.sync rows). */
 int fp8moe_prepare_gemm_sm90(void** tma_encode);
+/* Compute capability 9.0, after fp8moe_prepare_gemm_sm90: the most 2-CTA clusters of the GEMM2 cluster
+ * kernel resident at once on the current device, 0 when none fit or the query fails (never an error). */
+int fp8moe_prepare_gemm2_sm90_clusters(int32_t sm_count, int32_t* clusters);
 
 /* ---- combine.cu: out[t] = Σ_k w[t,k]·y[row(t,k)] in slot order ---- */
 typedef struct fp8moe_combine_args {

@@ -233,7 +233,15 @@ static void sm90_variants(void) {
   const int32_t early = FP8MOE_SM90_LOOP_EARLY_RELEASE, grouped = FP8MOE_SM90_ORDER_GROUPED;
   const int32_t tile = FP8MOE_SM90_ORDER_TILE_MAJOR, column = FP8MOE_SM90_ORDER_COLUMN_MAJOR;
   unsetenv("FP8MOE_CUDA_GEMM_FALLBACK");
-  EXPECT(variant_is(overlap, grouped, grouped), "default: two-accumulator loop, both GEMMs grouped");
+  EXPECT(variant_is(overlap, grouped, grouped) && fp8moe_cuda_plan_context_sm90_variant().gemm2_cluster == 0,
+         "default: two-accumulator loop, both GEMMs grouped, one-CTA GEMM2");
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "m", 1);
+  EXPECT(variant_is(overlap, grouped, grouped) && fp8moe_cuda_plan_context_sm90_variant().gemm2_cluster == 1,
+         "FALLBACK=m: GEMM2 in 2-CTA clusters, nothing else changed");
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "mn", 1);
+  EXPECT(fp8moe_cuda_plan_context_sm90_variant().gemm2_cluster == 0, "FALLBACK=mn: n wins, one-CTA GEMM2");
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "12dpcstqruo", 1);
+  EXPECT(fp8moe_cuda_plan_context_sm90_variant().gemm2_cluster == 0, "FALLBACK=12dpcstqruo: no clusters");
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "12dpcst", 1);
   EXPECT(variant_is(overlap, grouped, grouped), "FALLBACK=12dpcst: the sm90 variant is untouched");
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "o", 1);
@@ -246,10 +254,10 @@ static void sm90_variants(void) {
   EXPECT(variant_is(serial, column, column), "FALLBACK=quo: the 6a0a67b kernels' loop and orders");
   const uint32_t sm90 = FP8MOE_PLAN_NEEDS_SM90_GEMM1 | FP8MOE_PLAN_NEEDS_SM90_GEMM2;
   const uint32_t all_prologues = FP8MOE_PROLOGUE_CLUSTER | FP8MOE_PROLOGUE_BLOCK;
-  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "qrou", 1);
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "qroumn", 1);
   EXPECT((fp8moe_cuda_plan_context_offers(1, 1, 1) & sm90) == sm90 &&
              fp8moe_cuda_plan_context_prologue() == all_prologues && fp8moe_cuda_plan_context_permute_chunks(),
-         "FALLBACK=qrou: both sm90 GEMMs, both prologues and the chunked permutation still offered");
+         "FALLBACK=qroumn: both sm90 GEMMs, both prologues and the chunked permutation still offered");
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "q", 1);
   EXPECT(variant_is(serial, grouped, grouped), "FALLBACK=q: serial loop");
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "r", 1);
@@ -264,16 +272,17 @@ static void sm90_variants(void) {
 }
 
 /* The grouped order's group size (cuda_plan.c rule): a group's A rows within the rule's bytes, clamped; the
- * shapes' values the docs quote (docs/GPU.md "Item order"). */
+ * shapes' values the docs quote (docs/GPU.md "Item order"); even, for GEMM2's item pairs. */
 static void sm90_group(void) {
   const fp8moe_sm90_group_rule* r = fp8moe_cuda_plan_sm90_group_rule();
-  EXPECT(r->min_group >= 1 && r->min_group <= r->max_group && r->a_bytes > 0 && r->why != NULL,
+  EXPECT(r->min_group >= 2 && r->min_group % 2 == 0 && r->max_group % 2 == 0 && r->min_group <= r->max_group &&
+             r->a_bytes > 0 && r->why != NULL,
          "group rule: 1 <= min %d <= max %d, bytes %lld", (int)r->min_group, (int)r->max_group,
          (long long)r->a_bytes);
   static const struct {
     int64_t k;
     int32_t g;
-  } cases[] = {{7168, 18}, {2048, 64}, {4096, 32}, {14336, 9}, {256, 64}, {1 << 20, 8}, {0, 64}};
+  } cases[] = {{7168, 18}, {2048, 64}, {4096, 32}, {14336, 8}, {256, 64}, {1 << 20, 8}, {0, 64}};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
     const int32_t g = fp8moe_cuda_plan_sm90_group(cases[i].k);
     EXPECT(g == cases[i].g, "group for K = %lld bytes: got %d, expected %d", (long long)cases[i].k, (int)g,
@@ -281,7 +290,7 @@ static void sm90_group(void) {
   }
   for (int64_t k = 128; k <= (1 << 20); k += 128) {
     const int32_t g = fp8moe_cuda_plan_sm90_group(k);
-    if (g < r->min_group || g > r->max_group ||
+    if (g < r->min_group || g > r->max_group || g % 2 != 0 ||
         (g > r->min_group && (int64_t)g * FP8MOE_GEMM_TILE_M_LARGE * k > r->a_bytes)) {
       EXPECT(0, "group for K = %lld bytes: %d outside the rule", (long long)k, (int)g);
       break;

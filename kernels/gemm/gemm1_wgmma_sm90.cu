@@ -113,7 +113,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     float acc[64];
     auto sa = [&](int h, int kb) { return tok[h] >= 0 ? scale_at<F32>(a.x_scale, tok[h], kb, 0) : 0.0f; };
     auto sb = [&](int kb) { return scale_at<F32>(a.w_scale, e, nrow / kBN, kb); };
-    consume<LOOP, SCALE == FP8MOE_SCALE_BLOCK>(sm, wg, kblocks, it, acc, sa, sb);
+    consume<LOOP, SCALE == FP8MOE_SCALE_BLOCK, 1>(sm, wg, kblocks, it, acc, sa, sb);
 
     float sxw = 0.0f, sx[2] = {0.0f, 0.0f};
     if (SCALE == FP8MOE_SCALE_TENSOR) sxw = kref_at(a.x_scale, 0) * kref_at(a.w_scale, e);

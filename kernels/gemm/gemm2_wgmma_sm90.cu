@@ -24,48 +24,106 @@ namespace sm90 {
 namespace {
 
 #if FP8MOE_SM90A
-/* Work item w → (tile, first output column of its 256): the shared mapping of sm90_items.h. */
-struct Item {
+/* What one CTA does for one unit of work: a tile and its first output column, whether its rows are stored
+ * (a shadow item is computed but not stored), and whether the two CTAs of a cluster share the B slices. */
+struct Work {
   int tile;
   int32_t n0;
+  int32_t e;
+  bool store;
+  bool share;
 };
-__device__ __forceinline__ Item gemm2_item(int64_t w, int32_t tiles, int32_t col_blocks, const fp8moe_gemm2_args& a) {
-  const fp8moe_sm90_item it = fp8moe_sm90_item_of(w, tiles, col_blocks, a.item_order, a.item_group);
-  return {it.tile, it.col_block * kGemm2Cols};
+
+/* The item rank `rank` of a cluster takes in unit u: without a cluster (rank 0) item u; in a 2-CTA cluster
+ * unit u is the item pair (2u, 2u + 1) and rank r takes item 2u + r, except that when 2u + 1 is past the last
+ * item (an odd count) rank 1 shadows item 2u (computes it, stores nothing), so both CTAs always walk the same
+ * number of stages and their rings stay in step. *store: whether the item's rows are stored. */
+template <bool CLUSTER>
+__device__ __forceinline__ int64_t gemm2_item_of_unit(int64_t u, int64_t items, uint32_t rank, bool* store) {
+  if (!CLUSTER) {
+    *store = true;
+    return u;
+  }
+  const int64_t w = 2 * u + rank;
+  *store = w < items;
+  return w < items ? w : 2 * u;
+}
+
+/* The producer's view of unit u (gemm2_item_of_unit), and whether the pair shares B: each CTA loads one
+ * 128-row half and multicasts it to both when both items are of the same column block and expert. Both CTAs
+ * decide it from the same tile_expert words, so they decide it identically. */
+template <bool CLUSTER>
+__device__ __forceinline__ Work gemm2_work(const fp8moe_gemm2_args& a, int64_t u, int64_t items, int32_t tiles,
+                                           int32_t col_blocks, uint32_t rank) {
+  if (!CLUSTER) {
+    const fp8moe_sm90_item it = fp8moe_sm90_item_of(u, tiles, col_blocks, a.item_order, a.item_group);
+    return {it.tile, it.col_block * kGemm2Cols, a.tile_expert[it.tile], true, false};
+  }
+  bool store0, store1;
+  const fp8moe_sm90_item i0 =
+      fp8moe_sm90_item_of(gemm2_item_of_unit<true>(u, items, 0, &store0), tiles, col_blocks, a.item_order, a.item_group);
+  const fp8moe_sm90_item i1 =
+      fp8moe_sm90_item_of(gemm2_item_of_unit<true>(u, items, 1, &store1), tiles, col_blocks, a.item_order, a.item_group);
+  const int32_t e0 = a.tile_expert[i0.tile], e1 = a.tile_expert[i1.tile];
+  const fp8moe_sm90_item& mine = rank == 0 ? i0 : i1;
+  return {mine.tile, mine.col_block * kGemm2Cols, rank == 0 ? e0 : e1, rank == 0 ? store0 : store1,
+          i0.col_block == i1.col_block && e0 == e1};
 }
 #endif
 
-template <int SCALE, bool F32, int LOOP>
+/* CLUSTER: launched in clusters of 2 CTAs (cudaLaunchAttributeClusterDimension; the grid is even). Every
+ * stage still lands 40 KB in each CTA (A 8 KB by its own TMA; B 2 × 16 KB, either both by its own TMA or one
+ * half by its own multicast and the other by the peer's), so the full barriers' expect_tx is the same in both
+ * cases; an empty barrier completes only when the consumer warps of both CTAs have released the stage, since
+ * either producer may write into both CTAs' copy of it. */
+template <int SCALE, bool F32, int LOOP, bool CLUSTER>
 __global__ void __launch_bounds__(kThreads, 1)
     gemm2_wgmma_kernel(const __grid_constant__ fp8moe_gemm2_args a, const __grid_constant__ CUtensorMap map_a,
                        const __grid_constant__ CUtensorMap map_w) {
 #if FP8MOE_SM90A
+  constexpr int kPeers = CLUSTER ? 2 : 1;
   extern __shared__ uint8_t smem_raw[];
   Smem& sm = smem_of(smem_raw);
-  init_barriers(sm, 1);
+  init_barriers<kPeers>(sm, 1);
   const int32_t tiles = *a.num_tiles;
   const int32_t col_blocks = a.H / kGemm2Cols;
   const int64_t items = static_cast<int64_t>(tiles) * col_blocks;
   const int kblocks = a.I / kBK;
+  const uint32_t rank = CLUSTER ? cluster_ctarank() : 0u; /* = blockIdx.x % 2: clusters of 2 along x */
+  const int64_t units = CLUSTER ? (items + 1) / 2 : items;
+  const int64_t first = CLUSTER ? blockIdx.x / 2 : blockIdx.x, stride = CLUSTER ? gridDim.x / 2 : gridDim.x;
 
   if (threadIdx.x < 128) {
     setmaxnreg_dec<kProducerRegs>();
     if (threadIdx.x == 0) {
       uint32_t it = 0;
-      for (int64_t w = blockIdx.x; w < items; w += gridDim.x) {
-        const Item item = gemm2_item(w, tiles, col_blocks, a);
-        const int tile = item.tile;
-        const int32_t n0 = item.n0;
-        const int32_t e = a.tile_expert[tile];
+      for (int64_t u = first; u < units; u += stride) {
+        const Work wk = gemm2_work<CLUSTER>(a, u, items, tiles, col_blocks, rank);
+        /* Not unrolled: the producer thread runs within setmaxnreg's 40 registers. */
+#pragma unroll 1
         for (int kb = 0; kb < kblocks; ++kb, ++it) {
           const int s = static_cast<int>(it % kStages);
-          mbar_wait(&sm.empty[s], ((it / kStages) & 1u) ^ 1u);
+          const uint32_t parity = ((it / kStages) & 1u) ^ 1u;
+          if (CLUSTER) mbar_wait_cluster(&sm.empty[s], parity);
+          else mbar_wait(&sm.empty[s], parity);
           mbar_arrive_expect_tx(&sm.full[s], kATileBytes + 2 * kBTileBytes);
-          tma_load_2d(sm.st[s].a, &map_a, &sm.full[s], kb * kBK, tile * kBM);
-          tma_load_3d(sm.st[s].b[0], &map_w, &sm.full[s], kb * kBK, n0, e);
-          tma_load_3d(sm.st[s].b[1], &map_w, &sm.full[s], kb * kBK, n0 + kBN, e);
+          tma_load_2d(sm.st[s].a, &map_a, &sm.full[s], kb * kBK, wk.tile * kBM);
+          if (CLUSTER && wk.share) {
+            tma_load_3d_multicast(sm.st[s].b[rank], &map_w, &sm.full[s], kb * kBK, wk.n0 + static_cast<int32_t>(rank) * kBN,
+                                  wk.e, static_cast<uint16_t>(0x3));
+          } else {
+            tma_load_3d(sm.st[s].b[0], &map_w, &sm.full[s], kb * kBK, wk.n0, wk.e);
+            tma_load_3d(sm.st[s].b[1], &map_w, &sm.full[s], kb * kBK, wk.n0 + kBN, wk.e);
+          }
         }
       }
+      /* Cluster: wait until both CTAs' consumers released every stage this producer filled, so no arrival
+       * of the peer is still on its way to this CTA's barriers when it exits (the empty phase of position
+       * it + j is the release of position it + j − kStages). */
+      if (CLUSTER)
+#pragma unroll 1
+        for (uint32_t j = 0; j < static_cast<uint32_t>(kStages); ++j)
+          mbar_wait_cluster(&sm.empty[(it + j) % kStages], (((it + j) / kStages) & 1u) ^ 1u);
     }
   } else {
     setmaxnreg_inc<kConsumerRegs>();
@@ -73,18 +131,21 @@ __global__ void __launch_bounds__(kThreads, 1)
     const int g = lane / 4, t = lane % 4;
     const int rr[2] = {16 * q + g, 16 * q + g + 8};
     uint32_t it = 0;
-    for (int64_t w = blockIdx.x; w < items; w += gridDim.x) {
-      const Item item = gemm2_item(w, tiles, col_blocks, a);
+    for (int64_t u = first; u < units; u += stride) {
+      bool store;
+      const fp8moe_sm90_item item = fp8moe_sm90_item_of(gemm2_item_of_unit<CLUSTER>(u, items, rank, &store), tiles,
+                                                        col_blocks, a.item_order, a.item_group);
       const int tile = item.tile;
-      const int32_t nb = item.n0 + wg * kBN; /* this warpgroup's columns */
+      const int32_t nb = item.col_block * kGemm2Cols + wg * kBN; /* this warpgroup's columns */
       const int32_t e = a.tile_expert[tile];
       const int64_t row0 = static_cast<int64_t>(tile) * kBM;
-      /* The y rows (slots) of the thread's two rows, loaded before the main loop hides their latency. */
-      const int32_t slot[2] = {a.sorted_slots[row0 + rr[0]], a.sorted_slots[row0 + rr[1]]};
+      /* The y rows (slots) of the thread's two rows, loaded before the main loop hides their latency; a
+       * shadow item stores none. */
+      const int32_t slot[2] = {store ? a.sorted_slots[row0 + rr[0]] : -1, store ? a.sorted_slots[row0 + rr[1]] : -1};
       float acc[64];
       auto sa = [&](int h, int kb) { return scale_at<F32>(a.a2_scale, row0 + rr[h], kb, 0); };
       auto sb = [&](int kb) { return scale_at<F32>(a.w_scale, e, nb / kBN, kb); };
-      consume<LOOP, SCALE == FP8MOE_SCALE_BLOCK>(sm, wg, kblocks, it, acc, sa, sb);
+      consume<LOOP, SCALE == FP8MOE_SCALE_BLOCK, kPeers>(sm, wg, kblocks, it, acc, sa, sb);
 
       float st = 0.0f, sr[2] = {0.0f, 0.0f};
       if (SCALE == FP8MOE_SCALE_TENSOR) st = kref_at(a.a2_scale, 0) * kref_at(a.w_scale, e);
@@ -107,6 +168,8 @@ __global__ void __launch_bounds__(kThreads, 1)
       }
     }
   }
+  /* Cluster: neither CTA exits while the peer may still multicast into it or arrive on its barriers. */
+  if (CLUSTER) cluster_sync_all();
 #elif defined(__CUDA_ARCH__)
   (void)a;
   (void)map_a;
@@ -118,32 +181,64 @@ __global__ void __launch_bounds__(kThreads, 1)
 using Kernel = void (*)(fp8moe_gemm2_args, CUtensorMap, CUtensorMap);
 
 /* The instantiation for a main-loop variant, or nullptr for a value outside FP8MOE_SM90_LOOP_*. */
-template <int SCALE, bool F32>
+template <int SCALE, bool F32, bool CLUSTER = false>
 Kernel kernel_for(int32_t loop) {
   switch (loop) {
-    case FP8MOE_SM90_LOOP_OVERLAP: return gemm2_wgmma_kernel<SCALE, F32, FP8MOE_SM90_LOOP_OVERLAP>;
-    case FP8MOE_SM90_LOOP_SERIAL: return gemm2_wgmma_kernel<SCALE, F32, FP8MOE_SM90_LOOP_SERIAL>;
-    case FP8MOE_SM90_LOOP_EARLY_RELEASE: return gemm2_wgmma_kernel<SCALE, F32, FP8MOE_SM90_LOOP_EARLY_RELEASE>;
+    case FP8MOE_SM90_LOOP_OVERLAP: return gemm2_wgmma_kernel<SCALE, F32, FP8MOE_SM90_LOOP_OVERLAP, CLUSTER>;
+    case FP8MOE_SM90_LOOP_SERIAL: return gemm2_wgmma_kernel<SCALE, F32, FP8MOE_SM90_LOOP_SERIAL, CLUSTER>;
+    case FP8MOE_SM90_LOOP_EARLY_RELEASE: return gemm2_wgmma_kernel<SCALE, F32, FP8MOE_SM90_LOOP_EARLY_RELEASE, CLUSTER>;
     default: return nullptr;
   }
 }
 
+/* The launch configuration of the cluster kernels: clusters of 2 along x, the ring's shared memory. */
+struct ClusterConfig {
+  cudaLaunchAttribute attr[1];
+  cudaLaunchConfig_t cfg;
+  ClusterConfig(dim3 grid, cudaStream_t stream) {
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = 2;
+    attr[0].val.clusterDim.y = 1;
+    attr[0].val.clusterDim.z = 1;
+    cfg = cudaLaunchConfig_t{};
+    cfg.gridDim = grid;
+    cfg.blockDim = dim3(kThreads);
+    cfg.dynamicSmemBytes = kSmemBytes;
+    cfg.stream = stream;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+  }
+};
+
+/* max_clusters > 0: the cluster kernel on 2 × min(item pairs, max_clusters) CTAs; otherwise one CTA per SM. */
 template <int SCALE, bool F32 = false>
-cudaError_t launch(const fp8moe_gemm2_args& a, const CUtensorMap& ma, const CUtensorMap& mw, dim3 grid,
-                   cudaStream_t stream) {
+cudaError_t launch(const fp8moe_gemm2_args& a, const CUtensorMap& ma, const CUtensorMap& mw, cudaStream_t stream) {
+  const int64_t items = static_cast<int64_t>(a.max_tiles) * (a.H / kGemm2Cols);
+  if (a.max_clusters > 0) {
+    const Kernel k = kernel_for<SCALE, F32, true>(a.sm90_loop);
+    if (k == nullptr) return cudaErrorInvalidValue;
+    const int64_t pairs = (items + 1) / 2;
+    const ClusterConfig c(dim3(static_cast<unsigned>(2 * (pairs < a.max_clusters ? pairs : a.max_clusters))), stream);
+    return cudaLaunchKernelEx(&c.cfg, k, a, ma, mw);
+  }
   const Kernel k = kernel_for<SCALE, F32>(a.sm90_loop);
   if (k == nullptr) return cudaErrorInvalidValue;
-  k<<<grid, kThreads, kSmemBytes, stream>>>(a, ma, mw);
+  const int64_t ctas_max = a.max_ctas / FP8MOE_GEMM2_CTAS_PER_SM; /* one CTA per SM here */
+  k<<<dim3(static_cast<unsigned>(items < ctas_max ? items : ctas_max)), kThreads, kSmemBytes, stream>>>(a, ma, mw);
   return cudaGetLastError();
 }
 
-/* Raises the dynamic shared-memory limit of every main-loop variant of one (SCALE, F32). */
+/* Raises the dynamic shared-memory limit of every main-loop variant of one (SCALE, F32), both kinds. */
 template <int SCALE, bool F32>
 cudaError_t raise_smem(int bytes) {
   cudaError_t e = cudaSuccess;
   const int32_t loops[3] = {FP8MOE_SM90_LOOP_OVERLAP, FP8MOE_SM90_LOOP_SERIAL, FP8MOE_SM90_LOOP_EARLY_RELEASE};
-  for (int i = 0; i < 3 && e == cudaSuccess; ++i)
+  for (int i = 0; i < 3 && e == cudaSuccess; ++i) {
     e = cudaFuncSetAttribute(kernel_for<SCALE, F32>(loops[i]), cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+    if (e == cudaSuccess)
+      e = cudaFuncSetAttribute(kernel_for<SCALE, F32, true>(loops[i]), cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               bytes);
+  }
   return e;
 }
 
@@ -163,18 +258,15 @@ extern "C" int fp8moe_launch_gemm2_sm90(const fp8moe_gemm2_args* a, cudaStream_t
   int e = fp8moe_sm90_encode(a->tma_encode, &ma, a->a2q, 2, da, sa, kBK, kBM);
   if (e == 0) e = fp8moe_sm90_encode(a->tma_encode, &mw, a->w, 3, dw, sw, kBK, kBN);
   if (e != 0) return e;
-  const int64_t items = static_cast<int64_t>(a->max_tiles) * (a->H / (2 * kBN));
-  const int64_t ctas_max = a->max_ctas / FP8MOE_GEMM2_CTAS_PER_SM; /* one CTA per SM here */
-  const dim3 grid(static_cast<unsigned>(items < ctas_max ? items : ctas_max));
   switch (a->scale_mode) {
     case FP8MOE_SCALE_BLOCK:
       if (a->a2_scale.dt == FP8MOE_DT_F32 && a->w_scale.dt == FP8MOE_DT_F32)
-        return static_cast<int>(launch<FP8MOE_SCALE_BLOCK, true>(*a, ma, mw, grid, stream));
-      return static_cast<int>(launch<FP8MOE_SCALE_BLOCK>(*a, ma, mw, grid, stream));
+        return static_cast<int>(launch<FP8MOE_SCALE_BLOCK, true>(*a, ma, mw, stream));
+      return static_cast<int>(launch<FP8MOE_SCALE_BLOCK>(*a, ma, mw, stream));
     case FP8MOE_SCALE_ROW:
-      if (a->w_scale.dt == FP8MOE_DT_F32) return static_cast<int>(launch<FP8MOE_SCALE_ROW, true>(*a, ma, mw, grid, stream));
-      return static_cast<int>(launch<FP8MOE_SCALE_ROW>(*a, ma, mw, grid, stream));
-    default: return static_cast<int>(launch<FP8MOE_SCALE_TENSOR>(*a, ma, mw, grid, stream));
+      if (a->w_scale.dt == FP8MOE_DT_F32) return static_cast<int>(launch<FP8MOE_SCALE_ROW, true>(*a, ma, mw, stream));
+      return static_cast<int>(launch<FP8MOE_SCALE_ROW>(*a, ma, mw, stream));
+    default: return static_cast<int>(launch<FP8MOE_SCALE_TENSOR>(*a, ma, mw, stream));
   }
 }
 
@@ -187,4 +279,21 @@ extern "C" int fp8moe_prepare_gemm2_sm90_smem(void) {
   if (e == cudaSuccess) e = raise_smem<FP8MOE_SCALE_ROW, true>(bytes);
   if (e == cudaSuccess) e = raise_smem<FP8MOE_SCALE_TENSOR, false>(bytes);
   return static_cast<int>(e);
+}
+
+/* The most 2-CTA clusters of the GEMM2 cluster kernel that can be resident at once on the current device
+ * (called at context creation after the shared-memory limits are raised); 0 when none fit or the query
+ * fails (the plan then keeps the one-CTA kernel; a failed query does not fail the context). */
+extern "C" int fp8moe_prepare_gemm2_sm90_clusters(int32_t sm_count, int32_t* clusters) {
+  using namespace fp8moe::sm90;
+  *clusters = 0;
+  const ClusterConfig c(dim3(static_cast<unsigned>(2 * (sm_count > 0 ? sm_count : 1))), nullptr);
+  int n = 0;
+  if (cudaOccupancyMaxActiveClusters(&n, kernel_for<FP8MOE_SCALE_TENSOR, false, true>(FP8MOE_SM90_LOOP_OVERLAP),
+                                     &c.cfg) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  *clusters = n > 0 ? n : 0;
+  return 0;
 }

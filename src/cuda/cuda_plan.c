@@ -125,8 +125,10 @@ uint32_t fp8moe_cuda_plan_context_offers(int have_tma_encoder, int have_decode_g
  * block, 16× at deepseek-v3 and 112× at mixtral-8x7b, and re-stream a mixtral expert's W2 per wave). The
  * letters below measure each choice against its predecessor on one build (docs/GPU.md "Main-loop and
  * item-order switches" has the candidates and their arithmetic). */
+/* GEMM2's 2-CTA cluster kernel (TMA multicast of the weights shared by a pair of items; docs/GPU.md "2-CTA
+ * clusters") is off by default until it has run on a GPU: "m" takes it. */
 static const fp8moe_sm90_variant k_sm90_default = {FP8MOE_SM90_LOOP_OVERLAP, FP8MOE_SM90_ORDER_GROUPED,
-                                                   FP8MOE_SM90_ORDER_GROUPED};
+                                                   FP8MOE_SM90_ORDER_GROUPED, 0};
 
 fp8moe_sm90_variant fp8moe_cuda_plan_context_sm90_variant(void) {
   fp8moe_sm90_variant v = k_sm90_default;
@@ -139,6 +141,8 @@ fp8moe_sm90_variant fp8moe_cuda_plan_context_sm90_variant(void) {
     v.gemm2_order = FP8MOE_SM90_ORDER_TILE_MAJOR;
   }
   if (strchr(sw, 'o') != NULL) v.gemm2_order = FP8MOE_SM90_ORDER_COLUMN_MAJOR;
+  if (strchr(sw, 'm') != NULL) v.gemm2_cluster = 1;
+  if (strchr(sw, 'n') != NULL) v.gemm2_cluster = 0;
   return v;
 }
 
@@ -153,10 +157,12 @@ fp8moe_sm90_variant fp8moe_cuda_plan_context_sm90_variant(void) {
  * - deepseek-v3 GEMM2 (K = I = 2,048: 128 KiB): 64, the cap (a wave covers 64 tiles × 2 column blocks);
  * - mixtral-8x7b GEMM1 (K = 4,096: 256 KiB): 32 = one expert's tiles at T = 8192 (W13 once, 0.94 GB, rows
  *   once; column-block major: 112 × 67 MB of rows);
- * - mixtral-8x7b GEMM2 (K = 14,336: 896 KiB): 9 (W2 about 3.6× of 0.47 GB at T = 8192; tile major ~31 waves
- *   × one 59 MB expert).
+ * - mixtral-8x7b GEMM2 (K = 14,336: 896 KiB): 9 → 8 (W2 4× of 0.47 GB at T = 8192; tile major ~31 waves ×
+ *   one 59 MB expert).
  * The floor of 8 keeps every wave (132 items) on at most ~17 column blocks; the cap of 64 keeps the groups
- * of small-K GEMMs from spanning so many experts that a wave's B slices stop being shared. */
+ * of small-K GEMMs from spanning so many experts that a wave's B slices stop being shared. G is even, so the
+ * item pairs (2u, 2u + 1) of GEMM2's 2-CTA cluster kernel are two tiles of one column block everywhere but
+ * in a short last group. */
 static const fp8moe_sm90_group_rule k_sm90_group = {
     8 << 20, 8, 64, "grouped item order: one group's A rows within a sixth of the H200's 50 MB L2"};
 
@@ -165,7 +171,7 @@ const fp8moe_sm90_group_rule* fp8moe_cuda_plan_sm90_group_rule(void) { return &k
 int32_t fp8moe_cuda_plan_sm90_group(int64_t k_bytes) {
   const fp8moe_sm90_group_rule* r = &k_sm90_group;
   const int64_t per_tile = (int64_t)FP8MOE_GEMM_TILE_M_LARGE * (k_bytes > 0 ? k_bytes : 1);
-  const int64_t g = r->a_bytes / per_tile;
+  const int64_t g = r->a_bytes / per_tile / 2 * 2; /* even */
   return (int32_t)(g < r->min_group ? r->min_group : g > r->max_group ? r->max_group : g);
 }
 

@@ -60,18 +60,21 @@ typedef struct fp8moe_sm90_variant {
   int32_t loop;        /* FP8MOE_SM90_LOOP_* */
   int32_t gemm1_order; /* FP8MOE_SM90_ORDER_* */
   int32_t gemm2_order; /* FP8MOE_SM90_ORDER_* */
+  int32_t gemm2_cluster; /* 1: GEMM2 in 2-CTA clusters with B multicast where the clusters fit the device */
 } fp8moe_sm90_variant;
 
 /* At context creation: the default variant (data in cuda_plan.c: both GEMMs grouped), with each letter
  * FP8MOE_CUDA_GEMM_FALLBACK names switching one choice: "q" the serial (sequential) main loop, "r" the
  * early-release main loop ("q" wins when both are named), "u" the ungrouped orders of before (GEMM1
- * column-block major, GEMM2 tile major), "o" GEMM2 column-block major (wins over "u" for GEMM2). Letters of
- * the other switches ("1", "2", "d", "t", "p", "c", "s") leave it. */
+ * column-block major, GEMM2 tile major), "o" GEMM2 column-block major (wins over "u" for GEMM2), "m" GEMM2
+ * in 2-CTA clusters with TMA multicast of the shared weights, "n" the one-CTA GEMM2 (wins over "m"). Letters
+ * of the other switches ("1", "2", "d", "t", "p", "c", "s") leave it. */
 fp8moe_sm90_variant fp8moe_cuda_plan_context_sm90_variant(void);
 
 /* The grouped order's tiles per group (FP8MOE_SM90_ORDER_GROUPED): as many 64-row tiles as keep one group's
  * A rows (group · 64 · K bytes, K = the GEMM's reduction length in bytes: H for GEMM1, I for GEMM2) within
- * a_bytes, clamped to [min_group, max_group]. The rule is data (cuda_plan.c has the arithmetic). */
+ * a_bytes, rounded down to even, clamped to [min_group, max_group] (both even). The rule is data (cuda_plan.c
+ * has the arithmetic). */
 typedef struct fp8moe_sm90_group_rule {
   int64_t a_bytes;   /* L2 bytes one group's A rows may take */
   int32_t min_group; /* at least this many tiles per group */
@@ -81,7 +84,7 @@ typedef struct fp8moe_sm90_group_rule {
 
 const fp8moe_sm90_group_rule* fp8moe_cuda_plan_sm90_group_rule(void);
 
-/* Tiles per group for a GEMM reducing over k_bytes (≥ 1); always within [min_group, max_group]. */
+/* Tiles per group for a GEMM reducing over k_bytes (≥ 1); always even, within [min_group, max_group]. */
 int32_t fp8moe_cuda_plan_sm90_group(int64_t k_bytes);
 
 typedef enum fp8moe_gemm_which { FP8MOE_GEMM1 = 1, FP8MOE_GEMM2 = 2 } fp8moe_gemm_which;

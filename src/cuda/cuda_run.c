@@ -327,6 +327,7 @@ static int32_t experts(const fp8moe_cuda_impl* impl, const fp8moe_problem* p, co
   g2.sm90_loop = impl->sm90_loop;
   g2.item_order = impl->gemm2_order;
   g2.item_group = fp8moe_cuda_plan_sm90_group(p->I);
+  g2.max_clusters = impl->gemm2_clusters;
   if (decode) return check(fp8moe_launch_gemm2_decode(&g2, g->sorted_slots, s), "GEMM2", err);
   if (decode_tma) return check(fp8moe_launch_gemm2_decode_tma(&g2, s), "GEMM2", err);
   return check(k2->kernel == FP8MOE_GEMM_WGMMA_SM90 ? fp8moe_launch_gemm2_sm90(&g2, s) : fp8moe_launch_gemm2(&g2, s),
