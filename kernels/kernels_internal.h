@@ -200,6 +200,9 @@ typedef struct fp8moe_gemm1_args {
   int32_t sm90_loop;           /* sm90 only: FP8MOE_SM90_LOOP_* */
   int32_t item_order;          /* sm90 only: FP8MOE_SM90_ORDER_* */
   int32_t item_group;          /* sm90 only, GROUPED: tiles per group (≥ 1; the plan's, cuda_plan.c) */
+  int32_t max_clusters;        /* sm90 only: > 0 runs the 2-CTA cluster kernel (W13 boxes multicast to both
+                                  CTAs of a pair of items of one column block and expert) on at most this many
+                                  clusters (fp8moe_prepare_gemm1_sm90_clusters); 0 the one-CTA kernel */
 } fp8moe_gemm1_args;
 int fp8moe_launch_gemm1(const fp8moe_gemm1_args* a, cudaStream_t stream);
 /* sm_90a: needs tile_m 64, w 16-byte aligned with strides multiples of 16, a->tma_encode; encodes the weight
@@ -261,6 +264,7 @@ int fp8moe_prepare_gemm_sm90(void** tma_encode);
 /* Compute capability 9.0, after fp8moe_prepare_gemm_sm90: the most 2-CTA clusters of the GEMM2 cluster
  * kernel resident at once on the current device, 0 when none fit or the query fails (never an error). */
 int fp8moe_prepare_gemm2_sm90_clusters(int32_t sm_count, int32_t* clusters);
+int fp8moe_prepare_gemm1_sm90_clusters(int32_t sm_count, int32_t* clusters); /* the same for GEMM1 */
 
 /* ---- combine.cu: out[t] = Σ_k w[t,k]·y[row(t,k)] in slot order ---- */
 typedef struct fp8moe_combine_args {

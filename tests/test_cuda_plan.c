@@ -228,20 +228,25 @@ static int variant_is(int32_t loop, int32_t order1, int32_t order2) {
   return v.loop == loop && v.gemm1_order == order1 && v.gemm2_order == order2;
 }
 
+static int clusters_are(int32_t on) {
+  const fp8moe_sm90_variant v = fp8moe_cuda_plan_context_sm90_variant();
+  return v.gemm1_cluster == on && v.gemm2_cluster == on;
+}
+
 static void sm90_variants(void) {
   const int32_t overlap = FP8MOE_SM90_LOOP_OVERLAP, serial = FP8MOE_SM90_LOOP_SERIAL;
   const int32_t early = FP8MOE_SM90_LOOP_EARLY_RELEASE, grouped = FP8MOE_SM90_ORDER_GROUPED;
   const int32_t tile = FP8MOE_SM90_ORDER_TILE_MAJOR, column = FP8MOE_SM90_ORDER_COLUMN_MAJOR;
   unsetenv("FP8MOE_CUDA_GEMM_FALLBACK");
-  EXPECT(variant_is(overlap, grouped, grouped) && fp8moe_cuda_plan_context_sm90_variant().gemm2_cluster == 0,
-         "default: two-accumulator loop, both GEMMs grouped, one-CTA GEMM2");
+  EXPECT(variant_is(overlap, grouped, grouped) && clusters_are(0),
+         "default: two-accumulator loop, both GEMMs grouped, one-CTA GEMMs");
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "m", 1);
-  EXPECT(variant_is(overlap, grouped, grouped) && fp8moe_cuda_plan_context_sm90_variant().gemm2_cluster == 1,
-         "FALLBACK=m: GEMM2 in 2-CTA clusters, nothing else changed");
+  EXPECT(variant_is(overlap, grouped, grouped) && clusters_are(1),
+         "FALLBACK=m: both GEMMs in 2-CTA clusters, nothing else changed");
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "mn", 1);
-  EXPECT(fp8moe_cuda_plan_context_sm90_variant().gemm2_cluster == 0, "FALLBACK=mn: n wins, one-CTA GEMM2");
+  EXPECT(clusters_are(0), "FALLBACK=mn: n wins, one-CTA GEMMs");
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "12dpcstqruo", 1);
-  EXPECT(fp8moe_cuda_plan_context_sm90_variant().gemm2_cluster == 0, "FALLBACK=12dpcstqruo: no clusters");
+  EXPECT(clusters_are(0), "FALLBACK=12dpcstqruo: no clusters");
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "12dpcst", 1);
   EXPECT(variant_is(overlap, grouped, grouped), "FALLBACK=12dpcst: the sm90 variant is untouched");
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "o", 1);
@@ -311,7 +316,7 @@ static void sm90_item_orders(void) {
         for (int32_t group = 1; group <= (o == 2 ? 100 : 1) && !bad; group += (group < 10 ? 1 : 13)) {
           memset(seen, 0, sizeof seen);
           fp8moe_sm90_item prev = {0, 0};
-          for (int64_t w = 0; w < (int64_t)tiles * cb && !bad; ++w) {
+          for (int32_t w = 0; w < tiles * cb && !bad; ++w) {
             const fp8moe_sm90_item it = fp8moe_sm90_item_of(w, tiles, cb, orders[o], group);
             if (it.tile < 0 || it.tile >= tiles || it.col_block < 0 || it.col_block >= cb ||
                 seen[it.tile * cb + it.col_block]++) {
@@ -333,15 +338,41 @@ static void sm90_item_orders(void) {
           }
         }
   EXPECT(!bad, "every item order is a bijection");
+  /* The cluster kernels' units: with 1 or 2 peers every item is stored exactly once, a shadow (store 0) only
+   * for rank 1 of the last unit of an odd count, and then it is rank 0's item. */
+  for (int32_t items = 1; items <= 41 && !bad; ++items)
+    for (int32_t peers = 1; peers <= 2 && !bad; ++peers) {
+      memset(seen, 0, sizeof seen);
+      const int32_t units = (items + peers - 1) / peers;
+      for (int32_t u = 0; u < units && !bad; ++u)
+        for (uint32_t r = 0; r < (uint32_t)peers && !bad; ++r) {
+          const fp8moe_sm90_unit un = fp8moe_sm90_unit_item(u, items, peers, r);
+          const int shadow_ok = peers == 2 && r == 1 && items % 2 == 1 && u == units - 1 && un.item == 2 * u;
+          if (un.item < 0 || un.item >= items || (un.store ? seen[un.item]++ != 0 : !shadow_ok)) {
+            EXPECT(0, "units: items %d peers %d unit %d rank %u -> item %d store %d", (int)items, (int)peers, (int)u,
+                   (unsigned)r, (int)un.item, (int)un.store);
+            bad = 1;
+          }
+        }
+      for (int32_t w = 0; w < items && !bad; ++w)
+        if (seen[w] != 1) {
+          EXPECT(0, "units: items %d peers %d: item %d stored %d times", (int)items, (int)peers, (int)w, (int)seen[w]);
+          bad = 1;
+        }
+    }
+  EXPECT(!bad, "cluster units store every item once");
   const fp8moe_sm90_item g = fp8moe_sm90_item_of(9, 10, 3, FP8MOE_SM90_ORDER_GROUPED, 4);
   EXPECT(g.tile == 1 && g.col_block == 2, "grouped 10 tiles x 3, group 4: item 9 is (1, 2), got (%d, %d)",
          (int)g.tile, (int)g.col_block);
   const fp8moe_sm90_item l = fp8moe_sm90_item_of(25, 10, 3, FP8MOE_SM90_ORDER_GROUPED, 4);
   EXPECT(l.tile == 9 && l.col_block == 0, "grouped 10 x 3, group 4: item 25 is (9, 0) (last group of 2), got (%d, %d)",
          (int)l.tile, (int)l.col_block);
-  EXPECT(fp8moe_sm90_order_ok(FP8MOE_SM90_ORDER_GROUPED, 1) && !fp8moe_sm90_order_ok(FP8MOE_SM90_ORDER_GROUPED, 0) &&
-             fp8moe_sm90_order_ok(FP8MOE_SM90_ORDER_TILE_MAJOR, 0) && !fp8moe_sm90_order_ok(3, 8),
-         "launchers accept the three orders, a grouped order only with group >= 1");
+  EXPECT(fp8moe_sm90_order_ok(FP8MOE_SM90_ORDER_GROUPED, 1, 1000, 28) &&
+             !fp8moe_sm90_order_ok(FP8MOE_SM90_ORDER_GROUPED, 0, 1000, 28) &&
+             fp8moe_sm90_order_ok(FP8MOE_SM90_ORDER_TILE_MAJOR, 0, 1000, 28) && !fp8moe_sm90_order_ok(3, 8, 1000, 28) &&
+             !fp8moe_sm90_order_ok(FP8MOE_SM90_ORDER_TILE_MAJOR, 8, 1 << 26, 64) &&
+             !fp8moe_sm90_order_ok(FP8MOE_SM90_ORDER_GROUPED, 1 << 26, 1000, 64),
+         "launchers accept the three orders, a grouped order only with group >= 1, 32-bit item numbers only");
 }
 
 /* The fused small-T prologue's rule (kernels/prologue.cu): T ≥ 1 within the rule's T, T·K and E; the one-block

@@ -208,10 +208,10 @@ static void plan_rows(suite* s) {
   /* The sm90 GEMMs' grouped item order across several groups (src/cuda/cuda_plan.c: 64 tiles per group at
    * these K): T = 2400, E = 16, K = 4 gives ~150 tiles of ~10 per expert, so groups cut experts, the last
    * group is short, and both GEMMs run several waves (GEMM1 3 column blocks, GEMM2 3: an odd item count
-   * whenever the tile count is odd). Under FP8MOE_CUDA_GEMM_FALLBACK=m (test_gpu_sweep_sm90_m) GEMM2's 2-CTA
-   * clusters meet pairs of one expert (B multicast), pairs across an expert boundary or across column blocks
-   * in the short last group (no multicast), and with an odd count a shadow item; the old orders run it under
-   * "u" (test_gpu_sweep_sm90_u). */
+   * whenever the tile count is odd). Under FP8MOE_CUDA_GEMM_FALLBACK=m (test_gpu_sweep_sm90_m) both GEMMs'
+   * 2-CTA clusters meet pairs of one expert (B multicast), pairs across an expert boundary or across column
+   * blocks in the short last group (no multicast), and with an odd count a shadow item; the old orders run
+   * it under "u" (test_gpu_sweep_sm90_u). */
   for (size_t f = 0; f < sizeof formats / sizeof formats[0]; ++f, ++i) {
     if (s->quick && f != 1) continue;
     pg_config c;

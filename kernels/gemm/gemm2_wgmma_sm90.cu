@@ -34,40 +34,18 @@ struct Work {
   bool share;
 };
 
-/* The item rank `rank` of a cluster takes in unit u: without a cluster (rank 0) item u; in a 2-CTA cluster
- * unit u is the item pair (2u, 2u + 1) and rank r takes item 2u + r, except that when 2u + 1 is past the last
- * item (an odd count) rank 1 shadows item 2u (computes it, stores nothing), so both CTAs always walk the same
- * number of stages and their rings stay in step. *store: whether the item's rows are stored. */
+/* The producer's view of unit u (fp8moe_sm90_unit_item), and whether the pair shares B (pair_shares_b). */
 template <bool CLUSTER>
-__device__ __forceinline__ int64_t gemm2_item_of_unit(int64_t u, int64_t items, uint32_t rank, bool* store) {
-  if (!CLUSTER) {
-    *store = true;
-    return u;
-  }
-  const int64_t w = 2 * u + rank;
-  *store = w < items;
-  return w < items ? w : 2 * u;
-}
-
-/* The producer's view of unit u (gemm2_item_of_unit), and whether the pair shares B: each CTA loads one
- * 128-row half and multicasts it to both when both items are of the same column block and expert. Both CTAs
- * decide it from the same tile_expert words, so they decide it identically. */
-template <bool CLUSTER>
-__device__ __forceinline__ Work gemm2_work(const fp8moe_gemm2_args& a, int64_t u, int64_t items, int32_t tiles,
+__device__ __forceinline__ Work gemm2_work(const fp8moe_gemm2_args& a, int32_t u, int32_t items, int32_t tiles,
                                            int32_t col_blocks, uint32_t rank) {
   if (!CLUSTER) {
     const fp8moe_sm90_item it = fp8moe_sm90_item_of(u, tiles, col_blocks, a.item_order, a.item_group);
     return {it.tile, it.col_block * kGemm2Cols, a.tile_expert[it.tile], true, false};
   }
-  bool store0, store1;
-  const fp8moe_sm90_item i0 =
-      fp8moe_sm90_item_of(gemm2_item_of_unit<true>(u, items, 0, &store0), tiles, col_blocks, a.item_order, a.item_group);
-  const fp8moe_sm90_item i1 =
-      fp8moe_sm90_item_of(gemm2_item_of_unit<true>(u, items, 1, &store1), tiles, col_blocks, a.item_order, a.item_group);
-  const int32_t e0 = a.tile_expert[i0.tile], e1 = a.tile_expert[i1.tile];
-  const fp8moe_sm90_item& mine = rank == 0 ? i0 : i1;
-  return {mine.tile, mine.col_block * kGemm2Cols, rank == 0 ? e0 : e1, rank == 0 ? store0 : store1,
-          i0.col_block == i1.col_block && e0 == e1};
+  const fp8moe_sm90_unit un = fp8moe_sm90_unit_item(u, items, 2, rank);
+  const fp8moe_sm90_item it = fp8moe_sm90_item_of(un.item, tiles, col_blocks, a.item_order, a.item_group);
+  return {it.tile, it.col_block * kGemm2Cols, a.tile_expert[it.tile], un.store != 0,
+          pair_shares_b(u, items, tiles, col_blocks, a.item_order, a.item_group, a.tile_expert)};
 }
 #endif
 
@@ -87,17 +65,17 @@ __global__ void __launch_bounds__(kThreads, 1)
   init_barriers<kPeers>(sm, 1);
   const int32_t tiles = *a.num_tiles;
   const int32_t col_blocks = a.H / kGemm2Cols;
-  const int64_t items = static_cast<int64_t>(tiles) * col_blocks;
+  const int32_t items = tiles * col_blocks; /* < 2^31: the launcher checks max_tiles · col_blocks */
   const int kblocks = a.I / kBK;
   const uint32_t rank = CLUSTER ? cluster_ctarank() : 0u; /* = blockIdx.x % 2: clusters of 2 along x */
-  const int64_t units = CLUSTER ? (items + 1) / 2 : items;
-  const int64_t first = CLUSTER ? blockIdx.x / 2 : blockIdx.x, stride = CLUSTER ? gridDim.x / 2 : gridDim.x;
+  const int32_t units = CLUSTER ? (items + 1) / 2 : items;
+  const int32_t first = static_cast<int32_t>(blockIdx.x) / kPeers, stride = static_cast<int32_t>(gridDim.x) / kPeers;
 
   if (threadIdx.x < 128) {
     setmaxnreg_dec<kProducerRegs>();
     if (threadIdx.x == 0) {
       uint32_t it = 0;
-      for (int64_t u = first; u < units; u += stride) {
+      for (int32_t u = first; u < units; u += stride) {
         const Work wk = gemm2_work<CLUSTER>(a, u, items, tiles, col_blocks, rank);
         /* Not unrolled: the producer thread runs within setmaxnreg's 40 registers. */
 #pragma unroll 1
@@ -131,10 +109,12 @@ __global__ void __launch_bounds__(kThreads, 1)
     const int g = lane / 4, t = lane % 4;
     const int rr[2] = {16 * q + g, 16 * q + g + 8};
     uint32_t it = 0;
-    for (int64_t u = first; u < units; u += stride) {
-      bool store;
-      const fp8moe_sm90_item item = fp8moe_sm90_item_of(gemm2_item_of_unit<CLUSTER>(u, items, rank, &store), tiles,
-                                                        col_blocks, a.item_order, a.item_group);
+    for (int32_t u = first; u < units; u += stride) {
+      /* The rank is read again here (a special register) rather than kept live across the main loop: the
+       * block-scale consumers have no register to spare. */
+      const fp8moe_sm90_unit un = fp8moe_sm90_unit_item(u, items, kPeers, CLUSTER ? cluster_ctarank() : 0u);
+      const bool store = un.store != 0;
+      const fp8moe_sm90_item item = fp8moe_sm90_item_of(un.item, tiles, col_blocks, a.item_order, a.item_group);
       const int tile = item.tile;
       const int32_t nb = item.col_block * kGemm2Cols + wg * kBN; /* this warpgroup's columns */
       const int32_t e = a.tile_expert[tile];
@@ -191,25 +171,6 @@ Kernel kernel_for(int32_t loop) {
   }
 }
 
-/* The launch configuration of the cluster kernels: clusters of 2 along x, the ring's shared memory. */
-struct ClusterConfig {
-  cudaLaunchAttribute attr[1];
-  cudaLaunchConfig_t cfg;
-  ClusterConfig(dim3 grid, cudaStream_t stream) {
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = 2;
-    attr[0].val.clusterDim.y = 1;
-    attr[0].val.clusterDim.z = 1;
-    cfg = cudaLaunchConfig_t{};
-    cfg.gridDim = grid;
-    cfg.blockDim = dim3(kThreads);
-    cfg.dynamicSmemBytes = kSmemBytes;
-    cfg.stream = stream;
-    cfg.attrs = attr;
-    cfg.numAttrs = 1;
-  }
-};
-
 /* max_clusters > 0: the cluster kernel on 2 × min(item pairs, max_clusters) CTAs; otherwise one CTA per SM. */
 template <int SCALE, bool F32 = false>
 cudaError_t launch(const fp8moe_gemm2_args& a, const CUtensorMap& ma, const CUtensorMap& mw, cudaStream_t stream) {
@@ -249,7 +210,7 @@ cudaError_t raise_smem(int bytes) {
 extern "C" int fp8moe_launch_gemm2_sm90(const fp8moe_gemm2_args* a, cudaStream_t stream) {
   using namespace fp8moe::sm90;
   if (a->max_tiles == 0) return cudaSuccess;
-  if (!fp8moe_sm90_order_ok(a->item_order, a->item_group)) return cudaErrorInvalidValue;
+  if (!fp8moe_sm90_order_ok(a->item_order, a->item_group, a->max_tiles, a->H / kGemm2Cols)) return cudaErrorInvalidValue;
   CUtensorMap ma, mw;
   const uint64_t rows = static_cast<uint64_t>(a->max_tiles) * kBM;
   const uint64_t da[2] = {static_cast<uint64_t>(a->I), rows}, sa[1] = {static_cast<uint64_t>(a->I)};

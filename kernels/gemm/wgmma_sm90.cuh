@@ -18,6 +18,7 @@
 #include <cuda.h> /* CUtensorMap (a type only: no libcuda symbol is referenced) */
 
 #include "common.cuh"
+#include "sm90_items.h"
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define FP8MOE_SM90A 1
@@ -230,6 +231,36 @@ __device__ __forceinline__ float scale_at(const fp8moe_kref& r, int64_t i0, int6
 /* Row of accumulator element i for this thread (rows r0 = 16q + g and r0 + 8), column offset. */
 __device__ __forceinline__ int acc_half(int i) { return (i >> 1) & 1; }
 __device__ __forceinline__ int acc_col(int i, int t) { return (i >> 2) * 8 + 2 * t + (i & 1); }
+
+/* 2-CTA clusters: whether the item pair of unit u (fp8moe_sm90_unit_item) needs the same B boxes, i.e. both
+ * items are of one column block and one expert (a shadow pair always is). Then each CTA loads one of the two
+ * B boxes and multicasts it to both; otherwise each loads its own. Both CTAs (producers and consumers) decide
+ * it from the same tile_expert words, so identically. */
+__device__ __forceinline__ bool pair_shares_b(int32_t u, int32_t items, int32_t tiles, int32_t col_blocks,
+                                              int32_t order, int32_t group, const int32_t* tile_expert) {
+  const fp8moe_sm90_item i0 = fp8moe_sm90_item_of(fp8moe_sm90_unit_item(u, items, 2, 0).item, tiles, col_blocks, order, group);
+  const fp8moe_sm90_item i1 = fp8moe_sm90_item_of(fp8moe_sm90_unit_item(u, items, 2, 1).item, tiles, col_blocks, order, group);
+  return i0.col_block == i1.col_block && tile_expert[i0.tile] == tile_expert[i1.tile];
+}
+
+/* The launch configuration of the cluster kernels: clusters of 2 CTAs along x, the ring's shared memory. */
+struct ClusterConfig {
+  cudaLaunchAttribute attr[1];
+  cudaLaunchConfig_t cfg;
+  ClusterConfig(dim3 grid, cudaStream_t stream) {
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = 2;
+    attr[0].val.clusterDim.y = 1;
+    attr[0].val.clusterDim.z = 1;
+    cfg = cudaLaunchConfig_t{};
+    cfg.gridDim = grid;
+    cfg.blockDim = dim3(kThreads);
+    cfg.dynamicSmemBytes = kSmemBytes;
+    cfg.stream = stream;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+  }
+};
 
 /* Consumer arrivals per empty barrier phase: one per consumer thread (PEERS = 1), or in a 2-CTA cluster one
  * per consumer warp of each of the two CTAs (every warp releases a stage in both CTAs). */

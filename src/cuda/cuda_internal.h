@@ -28,8 +28,9 @@ typedef struct fp8moe_cuda_impl {
   uint32_t prologue;          /* the small-T prologue variants offered (FP8MOE_PROLOGUE_* mask, cuda_plan.h) */
   int32_t permute_chunks;     /* fp8moe_cuda_plan_context_permute_chunks: the chunked permutation is allowed */
   int32_t sm90_loop, gemm1_order, gemm2_order; /* fp8moe_cuda_plan_context_sm90_variant, fixed at creation */
-  int32_t gemm2_clusters; /* 2-CTA clusters of the sm90 GEMM2 resident at once where the variant takes the
-                             cluster kernel (fp8moe_prepare_gemm2_sm90_clusters); 0: the one-CTA kernel */
+  int32_t gemm1_clusters, gemm2_clusters; /* 2-CTA clusters of the sm90 GEMM1 / GEMM2 resident at once where
+                                             the variant takes the cluster kernels (fp8moe_prepare_gemm{1,2}_
+                                             sm90_clusters); 0: the one-CTA kernel */
 } fp8moe_cuda_impl;
 
 /* Byte offsets of the workspace slices; a slice a problem does not need has size 0 (offset unused). */

@@ -125,10 +125,10 @@ uint32_t fp8moe_cuda_plan_context_offers(int have_tma_encoder, int have_decode_g
  * block, 16× at deepseek-v3 and 112× at mixtral-8x7b, and re-stream a mixtral expert's W2 per wave). The
  * letters below measure each choice against its predecessor on one build (docs/GPU.md "Main-loop and
  * item-order switches" has the candidates and their arithmetic). */
-/* GEMM2's 2-CTA cluster kernel (TMA multicast of the weights shared by a pair of items; docs/GPU.md "2-CTA
- * clusters") is off by default until it has run on a GPU: "m" takes it. */
+/* The 2-CTA cluster kernels (TMA multicast of the weights shared by a pair of items; docs/GPU.md "2-CTA
+ * clusters") are off by default until they have run on a GPU: "m" takes them. */
 static const fp8moe_sm90_variant k_sm90_default = {FP8MOE_SM90_LOOP_OVERLAP, FP8MOE_SM90_ORDER_GROUPED,
-                                                   FP8MOE_SM90_ORDER_GROUPED, 0};
+                                                   FP8MOE_SM90_ORDER_GROUPED, 0, 0};
 
 fp8moe_sm90_variant fp8moe_cuda_plan_context_sm90_variant(void) {
   fp8moe_sm90_variant v = k_sm90_default;
@@ -141,8 +141,8 @@ fp8moe_sm90_variant fp8moe_cuda_plan_context_sm90_variant(void) {
     v.gemm2_order = FP8MOE_SM90_ORDER_TILE_MAJOR;
   }
   if (strchr(sw, 'o') != NULL) v.gemm2_order = FP8MOE_SM90_ORDER_COLUMN_MAJOR;
-  if (strchr(sw, 'm') != NULL) v.gemm2_cluster = 1;
-  if (strchr(sw, 'n') != NULL) v.gemm2_cluster = 0;
+  if (strchr(sw, 'm') != NULL) v.gemm1_cluster = v.gemm2_cluster = 1;
+  if (strchr(sw, 'n') != NULL) v.gemm1_cluster = v.gemm2_cluster = 0;
   return v;
 }
 

@@ -60,15 +60,16 @@ typedef struct fp8moe_sm90_variant {
   int32_t loop;        /* FP8MOE_SM90_LOOP_* */
   int32_t gemm1_order; /* FP8MOE_SM90_ORDER_* */
   int32_t gemm2_order; /* FP8MOE_SM90_ORDER_* */
-  int32_t gemm2_cluster; /* 1: GEMM2 in 2-CTA clusters with B multicast where the clusters fit the device */
+  int32_t gemm1_cluster; /* 1: GEMM1 in 2-CTA clusters with B multicast where the clusters fit the device */
+  int32_t gemm2_cluster; /* the same for GEMM2 */
 } fp8moe_sm90_variant;
 
 /* At context creation: the default variant (data in cuda_plan.c: both GEMMs grouped), with each letter
  * FP8MOE_CUDA_GEMM_FALLBACK names switching one choice: "q" the serial (sequential) main loop, "r" the
  * early-release main loop ("q" wins when both are named), "u" the ungrouped orders of before (GEMM1
- * column-block major, GEMM2 tile major), "o" GEMM2 column-block major (wins over "u" for GEMM2), "m" GEMM2
- * in 2-CTA clusters with TMA multicast of the shared weights, "n" the one-CTA GEMM2 (wins over "m"). Letters
- * of the other switches ("1", "2", "d", "t", "p", "c", "s") leave it. */
+ * column-block major, GEMM2 tile major), "o" GEMM2 column-block major (wins over "u" for GEMM2), "m" both
+ * GEMMs in 2-CTA clusters with TMA multicast of the shared weights, "n" the one-CTA GEMMs (wins over "m").
+ * Letters of the other switches ("1", "2", "d", "t", "p", "c", "s") leave it. */
 fp8moe_sm90_variant fp8moe_cuda_plan_context_sm90_variant(void);
 
 /* The grouped order's tiles per group (FP8MOE_SM90_ORDER_GROUPED): as many 64-row tiles as keep one group's
