@@ -187,13 +187,13 @@ __global__ void __launch_bounds__(kThreads, 1)
       if (a.requant == FP8MOE_REQ_FUSED_GROUP || a.requant == FP8MOE_REQ_FUSED_STATIC) {
         const float s = a.requant == FP8MOE_REQ_FUSED_GROUP ? dynamic_scale(m) : kref_at(a.a2_static, 0);
         uint32_t* dst = reinterpret_cast<uint32_t*>(a.a2q + grow * a.I + n0 + qq * CPT);
-  #pragma unroll
+#pragma unroll
         for (int k = 0; k < CPT / 4; ++k)
           dst[k] = e4m3x4(src[4 * k] / s, src[4 * k + 1] / s, src[4 * k + 2] / s, src[4 * k + 3] / s);
         if (a.requant == FP8MOE_REQ_FUSED_GROUP && qq == 0) a.a2s[grow * (a.I / kBN) + n0 / kBN] = s;
       } else {
         float4* dst = reinterpret_cast<float4*>(a.inter + grow * a.I + n0 + qq * CPT);
-  #pragma unroll
+#pragma unroll
         for (int k = 0; k < CPT / 4; ++k) dst[k] = make_float4(src[4 * k], src[4 * k + 1], src[4 * k + 2], src[4 * k + 3]);
         if (a.requant == FP8MOE_REQ_DEFERRED_ROW) {
           if (qq == 0) atomic_amax(a.amax + grow, m);
