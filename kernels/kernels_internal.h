@@ -167,9 +167,11 @@ int fp8moe_prepare_prologue(int32_t* usable);
 #define FP8MOE_SM90_LOOP_SERIAL 1  /* one partial: wait_group 0, release, promote, then the next stage */
 #define FP8MOE_SM90_LOOP_EARLY_RELEASE 2 /* two partials: wait_group 0 and release stage kb before waiting
                                             for kb+1; kb is promoted while kb+1's wgmmas run */
-/* The sm90 GEMM2's order of (tile, 256-column block) work items over its persistent CTAs. */
-#define FP8MOE_GEMM2_ORDER_TILE_MAJOR 0   /* item w: tile w / column_blocks, column block w % column_blocks */
-#define FP8MOE_GEMM2_ORDER_COLUMN_MAJOR 1 /* item w: tile w % tiles, column block w / tiles */
+/* The sm90 GEMMs' order of (tile, column block) work items over their persistent CTAs: the mapping is
+ * fp8moe_sm90_item_of (kernels/gemm/sm90_items.h), shared by both GEMMs' producers and consumers. */
+#define FP8MOE_SM90_ORDER_TILE_MAJOR 0   /* item w: tile w / column_blocks, column block w % column_blocks */
+#define FP8MOE_SM90_ORDER_COLUMN_MAJOR 1 /* item w: tile w % tiles, column block w / tiles */
+#define FP8MOE_SM90_ORDER_GROUPED 2      /* groups of item_group consecutive tiles, column-block major inside */
 #define FP8MOE_REQ_FUSED_STATIC 0 /* a2 = e4m3(a / given scale) in the epilogue */
 #define FP8MOE_REQ_FUSED_GROUP 1  /* a2 in 1×128 groups in the epilogue */
 #define FP8MOE_REQ_DEFERRED_TENSOR 2 /* fp32 intermediate + global amax, then quantize_rows */
@@ -198,11 +200,17 @@ typedef struct fp8moe_gemm1_args {
   void* tma_encode;            /* sm90 only: the driver's cuTensorMapEncodeTiled (fp8moe_prepare_gemm_sm90) */
   int32_t sm90_loop;           /* sm90 only: FP8MOE_SM90_LOOP_* */
   int32_t decode_prefetch;     /* register-path decode GEMMs only: L2 prefetch distance in K steps (0: none) */
+  int32_t item_order;          /* sm90 only: FP8MOE_SM90_ORDER_* */
+  int32_t item_group;          /* sm90 only, GROUPED: tiles per group (≥ 1; the plan's, cuda_plan.c) */
+  int32_t max_clusters;        /* sm90 only: > 0 runs the 2-CTA cluster kernel (W13 boxes multicast to both
+                                  CTAs of a pair of items of one column block and expert) on at most this many
+                                  clusters (fp8moe_prepare_gemm1_sm90_clusters); 0 the one-CTA kernel */
 } fp8moe_gemm1_args;
 int fp8moe_launch_gemm1(const fp8moe_gemm1_args* a, cudaStream_t stream);
 /* sm_90a: needs tile_m 64, w 16-byte aligned with strides multiples of 16, a->tma_encode; encodes the weight
  * tensor map on the host (no allocation, no synchronization) and passes it as a kernel parameter; a
- * sm90_loop outside FP8MOE_SM90_LOOP_* is refused (cudaErrorInvalidValue, nothing launched). */
+ * sm90_loop outside FP8MOE_SM90_LOOP_*, an item_order outside FP8MOE_SM90_ORDER_* or a GROUPED item_group
+ * below 1 is refused (cudaErrorInvalidValue, nothing launched). */
 int fp8moe_launch_gemm1_sm90(const fp8moe_gemm1_args* a, cudaStream_t stream);
 /* Raises GEMM1's dynamic shared-memory limit on the current device (once, at context creation: not a
  * stream operation, so never inside run). */
@@ -239,19 +247,27 @@ typedef struct fp8moe_gemm2_args {
   int32_t E_local;
   void* tma_encode;            /* sm90 only, as GEMM1 */
   int32_t sm90_loop;           /* sm90 only, as GEMM1 */
-  int32_t item_order;          /* sm90 only: FP8MOE_GEMM2_ORDER_* */
+  int32_t item_order;          /* sm90 only: FP8MOE_SM90_ORDER_* */
+  int32_t item_group;          /* sm90 only, as GEMM1 */
+  int32_t max_clusters;        /* sm90 only: > 0 runs the 2-CTA cluster kernel (B multicast to both CTAs of a
+                                  pair of items of one column block and expert) on at most this many
+                                  clusters (fp8moe_prepare_gemm2_sm90_clusters); 0 the one-CTA kernel */
   int32_t decode_prefetch;     /* register-path decode GEMMs only: as fp8moe_gemm1_args */
 } fp8moe_gemm2_args;
 int fp8moe_launch_gemm2(const fp8moe_gemm2_args* a, cudaStream_t stream);
 int fp8moe_prepare_gemm2(void); /* as fp8moe_prepare_gemm1 */
-/* sm_90a: as fp8moe_launch_gemm1_sm90, and H a multiple of 256 (tiles of 2×128 columns); an item_order
- * outside FP8MOE_GEMM2_ORDER_* is refused as well. */
+/* sm_90a: as fp8moe_launch_gemm1_sm90 (the same refusals), and H a multiple of 256 (tiles of 2×128
+ * columns). */
 int fp8moe_launch_gemm2_sm90(const fp8moe_gemm2_args* a, cudaStream_t stream);
 /* Compute capability 9.0 only, at context creation: raises the sm90 GEMMs' shared-memory limits and looks up
  * the driver's cuTensorMapEncodeTiled through cudart (no link-time libcuda dependency); *tma_encode stays
  * NULL when the driver lacks it or the device refuses the kernels' shared memory (the plan then keeps the
  * mma.sync rows). */
 int fp8moe_prepare_gemm_sm90(void** tma_encode);
+/* Compute capability 9.0, after fp8moe_prepare_gemm_sm90: the most 2-CTA clusters of the GEMM2 cluster
+ * kernel resident at once on the current device, 0 when none fit or the query fails (never an error). */
+int fp8moe_prepare_gemm2_sm90_clusters(int32_t sm_count, int32_t* clusters);
+int fp8moe_prepare_gemm1_sm90_clusters(int32_t sm_count, int32_t* clusters); /* the same for GEMM1 */
 
 /* ---- combine.cu: out[t] = Σ_k w[t,k]·y[row(t,k)] in slot order ---- */
 typedef struct fp8moe_combine_args {

@@ -9,10 +9,11 @@ if(FP8MOE_WITH_CUDA AND TARGET fp8moe_test_ref)
   fp8moe_add_test(NAME test_gpu_sweep SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_gpu_sweep.c
                   LIBS fp8moe_test_ref fp8moe_test_gpu LABELS gpu TIMEOUT 600)
   # The same sweep with the sm90 GEMMs' A/B variants (FP8MOE_CUDA_GEMM_FALLBACK, read at context creation;
-  # docs/GPU.md): GEMM2 column-block major with the serial main loop, then the early-release main loop. The
-  # quick subset: each variant is a different schedule of the same arithmetic, and the full sweep of the
-  # default already costs minutes of device time.
-  foreach(_variant qo r)
+  # docs/GPU.md): GEMM2 column-block major with the serial main loop, the early-release main loop, the
+  # ungrouped item orders of before (GEMM1 column-block major, GEMM2 tile major), and the 2-CTA cluster
+  # kernels with TMA multicast. The quick subset: each variant is a different schedule of the same
+  # arithmetic, and the full sweep of the default already costs minutes of device time.
+  foreach(_variant qo r u m)
     add_test(NAME test_gpu_sweep_sm90_${_variant} COMMAND test_gpu_sweep --quick)
     set_tests_properties(test_gpu_sweep_sm90_${_variant} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600 LABELS gpu
                          ENVIRONMENT "FP8MOE_LIBRARY=$<TARGET_FILE:fp8moe>;FP8MOE_CUDA_GEMM_FALLBACK=${_variant}")

@@ -5,7 +5,8 @@
  * (TMA-able weights, H % 256 for GEMM2, the driver's encoder, not switched off by
  * FP8MOE_CUDA_GEMM_FALLBACK), and the decode rows pair up at ≤ ½ routed row per expert when their grids fit
  * and the weights are 16-byte aligned, the bulk-copy pair ahead of the register-path pair; the chunked
- * permutation's threshold and chunk sizes; the sm90 GEMMs' A/B variants follow the switch letters. Compiles
+ * permutation's threshold and chunk sizes; the sm90 GEMMs' A/B variants follow the switch letters, the
+ * grouped order's group size follows its rule, and every item order is a bijection. Compiles
  * cuda_plan.c in; links no CUDA library. */
 #define _POSIX_C_SOURCE 200809L /* setenv, unsetenv */
 #include <stdio.h>
@@ -14,6 +15,7 @@
 
 #include "contract_internal.h"
 #include "cuda_plan.h"
+#include "gemm/sm90_items.h"
 #include "kernels_internal.h"
 #include "plugin_host.h"
 
@@ -223,11 +225,17 @@ static void environment_switch(void) {
   unsetenv("FP8MOE_CUDA_GEMM_FALLBACK");
 }
 
-/* The sm90 GEMMs' A/B variants (main loop, GEMM2 item order): the default unless FP8MOE_CUDA_GEMM_FALLBACK
- * names "q", "r" or "o"; the other letters leave them, and these letters leave the GEMM offers. */
-static int variant_is(int32_t loop, int32_t order) {
+/* The sm90 GEMMs' A/B variants (main loop, each GEMM's item order): the default unless
+ * FP8MOE_CUDA_GEMM_FALLBACK names "q", "r", "u" or "o"; the other letters leave them, and these letters leave
+ * the GEMM offers. */
+static int variant_is(int32_t loop, int32_t order1, int32_t order2) {
   const fp8moe_sm90_variant v = fp8moe_cuda_plan_context_sm90_variant();
-  return v.loop == loop && v.gemm2_order == order;
+  return v.loop == loop && v.gemm1_order == order1 && v.gemm2_order == order2;
+}
+
+static int clusters_are(int32_t on) {
+  const fp8moe_sm90_variant v = fp8moe_cuda_plan_context_sm90_variant();
+  return v.gemm1_cluster == on && v.gemm2_cluster == on;
 }
 
 /* The decode GEMMs' L2 prefetch distance: 1 step by default, 0 with "f", 2 with "h" ("f" wins); the other
@@ -236,8 +244,8 @@ static void decode_prefetch(void) {
   unsetenv("FP8MOE_CUDA_GEMM_FALLBACK");
   EXPECT(fp8moe_cuda_plan_context_decode_prefetch() == 1, "default: one step ahead");
   const uint32_t dflt = fp8moe_cuda_plan_context_offers(1, 1, 1);
-  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "12dbpcsqro", 1);
-  EXPECT(fp8moe_cuda_plan_context_decode_prefetch() == 1, "FALLBACK=12dbpcsqro: distance untouched");
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "12dbpcsqroumn", 1);
+  EXPECT(fp8moe_cuda_plan_context_decode_prefetch() == 1, "FALLBACK=12dbpcsqroumn: distance untouched");
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "f", 1);
   EXPECT(fp8moe_cuda_plan_context_decode_prefetch() == 0, "FALLBACK=f: no prefetch");
   EXPECT(fp8moe_cuda_plan_context_offers(1, 1, 1) == dflt && fp8moe_cuda_plan_context_permute_chunks() &&
@@ -252,31 +260,144 @@ static void decode_prefetch(void) {
 
 static void sm90_variants(void) {
   const int32_t overlap = FP8MOE_SM90_LOOP_OVERLAP, serial = FP8MOE_SM90_LOOP_SERIAL;
-  const int32_t early = FP8MOE_SM90_LOOP_EARLY_RELEASE;
-  const int32_t tile = FP8MOE_GEMM2_ORDER_TILE_MAJOR, column = FP8MOE_GEMM2_ORDER_COLUMN_MAJOR;
+  const int32_t early = FP8MOE_SM90_LOOP_EARLY_RELEASE, grouped = FP8MOE_SM90_ORDER_GROUPED;
+  const int32_t tile = FP8MOE_SM90_ORDER_TILE_MAJOR, column = FP8MOE_SM90_ORDER_COLUMN_MAJOR;
   unsetenv("FP8MOE_CUDA_GEMM_FALLBACK");
-  EXPECT(variant_is(overlap, tile), "default: two-accumulator loop, GEMM2 tile major");
+  EXPECT(variant_is(overlap, grouped, grouped) && clusters_are(0),
+         "default: two-accumulator loop, both GEMMs grouped, one-CTA GEMMs");
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "m", 1);
+  EXPECT(variant_is(overlap, grouped, grouped) && clusters_are(1),
+         "FALLBACK=m: both GEMMs in 2-CTA clusters, nothing else changed");
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "mn", 1);
+  EXPECT(clusters_are(0), "FALLBACK=mn: n wins, one-CTA GEMMs");
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "12dpcstqruo", 1);
+  EXPECT(clusters_are(0), "FALLBACK=12dpcstqruo: no clusters");
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "12dpcst", 1);
-  EXPECT(variant_is(overlap, tile), "FALLBACK=12dpcst: the sm90 variant is untouched");
+  EXPECT(variant_is(overlap, grouped, grouped), "FALLBACK=12dpcst: the sm90 variant is untouched");
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "o", 1);
-  EXPECT(variant_is(overlap, column), "FALLBACK=o: GEMM2 column-block major");
+  EXPECT(variant_is(overlap, grouped, column), "FALLBACK=o: GEMM2 column-block major, GEMM1 grouped");
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "u", 1);
+  EXPECT(variant_is(overlap, column, tile), "FALLBACK=u: the ungrouped orders (GEMM1 column, GEMM2 tile major)");
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "uo", 1);
+  EXPECT(variant_is(overlap, column, column), "FALLBACK=uo: o wins for GEMM2");
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "quo", 1);
+  EXPECT(variant_is(serial, column, column), "FALLBACK=quo: the 6a0a67b kernels' loop and orders");
   const uint32_t sm90 = FP8MOE_PLAN_NEEDS_SM90_GEMM1 | FP8MOE_PLAN_NEEDS_SM90_GEMM2;
   const uint32_t all_prologues = FP8MOE_PROLOGUE_CLUSTER | FP8MOE_PROLOGUE_BLOCK;
-  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "qro", 1);
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "qroumn", 1);
   EXPECT((fp8moe_cuda_plan_context_offers(1, 1, 1) & sm90) == sm90 &&
              fp8moe_cuda_plan_context_prologue() == all_prologues && fp8moe_cuda_plan_context_permute_chunks(),
-         "FALLBACK=qro: both sm90 GEMMs, both prologues and the chunked permutation still offered");
+         "FALLBACK=qroumn: both sm90 GEMMs, both prologues and the chunked permutation still offered");
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "q", 1);
-  EXPECT(variant_is(serial, tile), "FALLBACK=q: serial loop");
+  EXPECT(variant_is(serial, grouped, grouped), "FALLBACK=q: serial loop");
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "r", 1);
-  EXPECT(variant_is(early, tile), "FALLBACK=r: early-release loop");
+  EXPECT(variant_is(early, grouped, grouped), "FALLBACK=r: early-release loop");
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "rq", 1);
-  EXPECT(variant_is(serial, tile), "FALLBACK=rq: q wins");
+  EXPECT(variant_is(serial, grouped, grouped), "FALLBACK=rq: q wins");
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "or", 1);
-  EXPECT(variant_is(early, column), "FALLBACK=or: early release, column-block major");
+  EXPECT(variant_is(early, grouped, column), "FALLBACK=or: early release, GEMM2 column-block major");
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "qo", 1);
-  EXPECT(variant_is(serial, column), "FALLBACK=qo: the 6a0a67b kernels' loop and order");
+  EXPECT(variant_is(serial, grouped, column), "FALLBACK=qo: serial loop, GEMM2 column-block major");
   unsetenv("FP8MOE_CUDA_GEMM_FALLBACK");
+}
+
+/* The grouped order's group size (cuda_plan.c rule): a group's A rows within the rule's bytes, clamped; the
+ * shapes' values the docs quote (docs/GPU.md "Item order"); even, for GEMM2's item pairs. */
+static void sm90_group(void) {
+  const fp8moe_sm90_group_rule* r = fp8moe_cuda_plan_sm90_group_rule();
+  EXPECT(r->min_group >= 2 && r->min_group % 2 == 0 && r->max_group % 2 == 0 && r->min_group <= r->max_group &&
+             r->a_bytes > 0 && r->why != NULL,
+         "group rule: 1 <= min %d <= max %d, bytes %lld", (int)r->min_group, (int)r->max_group,
+         (long long)r->a_bytes);
+  static const struct {
+    int64_t k;
+    int32_t g;
+  } cases[] = {{7168, 18}, {2048, 64}, {4096, 32}, {14336, 8}, {256, 64}, {1 << 20, 8}, {0, 64}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+    const int32_t g = fp8moe_cuda_plan_sm90_group(cases[i].k);
+    EXPECT(g == cases[i].g, "group for K = %lld bytes: got %d, expected %d", (long long)cases[i].k, (int)g,
+           (int)cases[i].g);
+  }
+  for (int64_t k = 128; k <= (1 << 20); k += 128) {
+    const int32_t g = fp8moe_cuda_plan_sm90_group(k);
+    if (g < r->min_group || g > r->max_group || g % 2 != 0 ||
+        (g > r->min_group && (int64_t)g * FP8MOE_GEMM_TILE_M_LARGE * k > r->a_bytes)) {
+      EXPECT(0, "group for K = %lld bytes: %d outside the rule", (long long)k, (int)g);
+      break;
+    }
+  }
+}
+
+/* Every item order visits each (tile, column block) exactly once, in range, for many shapes and groups
+ * (the mapping both sm90 GEMMs' producers and consumers use, kernels/gemm/sm90_items.h); the grouped order
+ * keeps the items of a group together and column-block major inside it. */
+static void sm90_item_orders(void) {
+  static unsigned char seen[97 * 29];
+  const int32_t orders[3] = {FP8MOE_SM90_ORDER_TILE_MAJOR, FP8MOE_SM90_ORDER_COLUMN_MAJOR, FP8MOE_SM90_ORDER_GROUPED};
+  int bad = 0;
+  for (int32_t tiles = 1; tiles <= 97 && !bad; tiles += 6)
+    for (int32_t cb = 1; cb <= 29 && !bad; cb += 7)
+      for (int o = 0; o < 3 && !bad; ++o)
+        for (int32_t group = 1; group <= (o == 2 ? 100 : 1) && !bad; group += (group < 10 ? 1 : 13)) {
+          memset(seen, 0, sizeof seen);
+          fp8moe_sm90_item prev = {0, 0};
+          for (int32_t w = 0; w < tiles * cb && !bad; ++w) {
+            const fp8moe_sm90_item it = fp8moe_sm90_item_of(w, tiles, cb, orders[o], group);
+            if (it.tile < 0 || it.tile >= tiles || it.col_block < 0 || it.col_block >= cb ||
+                seen[it.tile * cb + it.col_block]++) {
+              EXPECT(0, "order %d tiles %d cb %d group %d: item %lld -> (%d, %d) out of range or repeated",
+                     (int)orders[o], (int)tiles, (int)cb, (int)group, (long long)w, (int)it.tile,
+                     (int)it.col_block);
+              bad = 1;
+            }
+            /* Grouped: a tile's group never goes back, and within a group the column block never does. */
+            if (!bad && o == 2 && w > 0 &&
+                (it.tile / group < prev.tile / group ||
+                 (it.tile / group == prev.tile / group && it.col_block < prev.col_block))) {
+              EXPECT(0, "grouped tiles %d cb %d group %d: item %lld (%d, %d) after (%d, %d)", (int)tiles, (int)cb,
+                     (int)group, (long long)w, (int)it.tile, (int)it.col_block, (int)prev.tile,
+                     (int)prev.col_block);
+              bad = 1;
+            }
+            prev = it;
+          }
+        }
+  EXPECT(!bad, "every item order is a bijection");
+  /* The cluster kernels' units: with 1 or 2 peers every item is stored exactly once, a shadow (store 0) only
+   * for rank 1 of the last unit of an odd count, and then it is rank 0's item. */
+  for (int32_t items = 1; items <= 41 && !bad; ++items)
+    for (int32_t peers = 1; peers <= 2 && !bad; ++peers) {
+      memset(seen, 0, sizeof seen);
+      const int32_t units = (items + peers - 1) / peers;
+      for (int32_t u = 0; u < units && !bad; ++u)
+        for (uint32_t r = 0; r < (uint32_t)peers && !bad; ++r) {
+          const fp8moe_sm90_unit un = fp8moe_sm90_unit_item(u, items, peers, r);
+          const int shadow_ok = peers == 2 && r == 1 && items % 2 == 1 && u == units - 1 && un.item == 2 * u;
+          if (un.item < 0 || un.item >= items || (un.store ? seen[un.item]++ != 0 : !shadow_ok)) {
+            EXPECT(0, "units: items %d peers %d unit %d rank %u -> item %d store %d", (int)items, (int)peers, (int)u,
+                   (unsigned)r, (int)un.item, (int)un.store);
+            bad = 1;
+          }
+        }
+      for (int32_t w = 0; w < items && !bad; ++w)
+        if (seen[w] != 1) {
+          EXPECT(0, "units: items %d peers %d: item %d stored %d times", (int)items, (int)peers, (int)w, (int)seen[w]);
+          bad = 1;
+        }
+    }
+  EXPECT(!bad, "cluster units store every item once");
+  const fp8moe_sm90_item g = fp8moe_sm90_item_of(9, 10, 3, FP8MOE_SM90_ORDER_GROUPED, 4);
+  EXPECT(g.tile == 1 && g.col_block == 2, "grouped 10 tiles x 3, group 4: item 9 is (1, 2), got (%d, %d)",
+         (int)g.tile, (int)g.col_block);
+  const fp8moe_sm90_item l = fp8moe_sm90_item_of(25, 10, 3, FP8MOE_SM90_ORDER_GROUPED, 4);
+  EXPECT(l.tile == 9 && l.col_block == 0, "grouped 10 x 3, group 4: item 25 is (9, 0) (last group of 2), got (%d, %d)",
+         (int)l.tile, (int)l.col_block);
+  EXPECT(fp8moe_sm90_order_ok(FP8MOE_SM90_ORDER_GROUPED, 1, 1000, 28) &&
+             !fp8moe_sm90_order_ok(FP8MOE_SM90_ORDER_GROUPED, 0, 1000, 28) &&
+             fp8moe_sm90_order_ok(FP8MOE_SM90_ORDER_TILE_MAJOR, 0, 1000, 28) && !fp8moe_sm90_order_ok(3, 8, 1000, 28) &&
+             !fp8moe_sm90_order_ok(FP8MOE_SM90_ORDER_TILE_MAJOR, 8, 1 << 26, 64) &&
+             !fp8moe_sm90_order_ok(FP8MOE_SM90_ORDER_GROUPED, 1 << 26, 1000, 64),
+         "launchers accept the three orders, a grouped order only with group >= 1, 32-bit item numbers only");
 }
 
 /* The fused small-T prologue's rule (kernels/prologue.cu): T ≥ 1 within the rule's T, T·K and E; the one-block
@@ -390,6 +511,8 @@ int main(void) {
   environment_switch();
   sm90_variants();
   decode_prefetch();
+  sm90_group();
+  sm90_item_orders();
   prologue_rule();
   return test_finish("test_cuda_plan", test_checks_run);
 }

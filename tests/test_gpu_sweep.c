@@ -157,7 +157,8 @@ static void sweep(suite* s) {
 /* The kernel plan's large-M rows (docs/GPU.md): every format × activation × gate/up order with enough rows
  * per expert for 64-row tiles (on Hopper the wgmma kernels), both e4m3 and bf16 inputs and static and dynamic
  * scales; H = 384, where GEMM2 takes the mma.sync row (H not a multiple of 256) behind the wgmma GEMM1; the
- * input-side token weight on an e4m3 input; and the MEDIUM regime's 64-row tiles at 25 rows per expert. */
+ * input-side token weight on an e4m3 input; the MEDIUM regime's 64-row tiles at 25 rows per expert; and
+ * enough tiles for several groups of the sm90 GEMMs' grouped item order. */
 static void plan_rows(suite* s) {
   static const int32_t formats[] = {FP8MOE_QUANT_FP8_PER_TENSOR, FP8MOE_QUANT_FP8_BLOCK128,
                                     FP8MOE_QUANT_FP8_PER_CHANNEL};
@@ -200,6 +201,24 @@ static void plan_rows(suite* s) {
     base_config(&c, FP8MOE_ROUTING_RENORMALIZE, formats[f], 3);
     c.T = 100;
     c.activation = f == 2 ? FP8MOE_ACTIVATION_GEGLU : FP8MOE_ACTIVATION_SWIGLU;
+    c.gate_up_order = f % 2 ? FP8MOE_GATE_UP_UP_FIRST : FP8MOE_GATE_UP_GATE_FIRST;
+    c.seed = 5000 + (uint64_t)i;
+    generate_and_compare(s, &c, "plan");
+  }
+  /* The sm90 GEMMs' grouped item order across several groups (src/cuda/cuda_plan.c: 64 tiles per group at
+   * these K): T = 2400, E = 16, K = 4 gives ~150 tiles of ~10 per expert, so groups cut experts, the last
+   * group is short, and both GEMMs run several waves (GEMM1 3 column blocks, GEMM2 3: an odd item count
+   * whenever the tile count is odd). Under FP8MOE_CUDA_GEMM_FALLBACK=m (test_gpu_sweep_sm90_m) both GEMMs'
+   * 2-CTA clusters meet pairs of one expert (B multicast), pairs across an expert boundary or across column
+   * blocks in the short last group (no multicast), and with an odd count a shadow item; the old orders run
+   * it under "u" (test_gpu_sweep_sm90_u). */
+  for (size_t f = 0; f < sizeof formats / sizeof formats[0]; ++f, ++i) {
+    if (s->quick && f != 1) continue;
+    pg_config c;
+    base_config(&c, FP8MOE_ROUTING_RENORMALIZE, formats[f], 3);
+    c.T = 2400;
+    c.H = 768;
+    c.I = 384;
     c.gate_up_order = f % 2 ? FP8MOE_GATE_UP_UP_FIRST : FP8MOE_GATE_UP_GATE_FIRST;
     c.seed = 5000 + (uint64_t)i;
     generate_and_compare(s, &c, "plan");

@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
-# sm90-ab.sh — the wgmma GEMMs' main-loop and item-order A/B (docs/GPU.md "Main-loop and item-order
-# switches"): one fp8moe-bench call per FP8MOE_CUDA_GEMM_FALLBACK setting, all on one build, then one table of
+# sm90-ab.sh — the wgmma GEMMs' main-loop and item-order A/B (docs/GPU.md "Item order", "Main-loop and
+# item-order switches"): one fp8moe-bench call per FP8MOE_CUDA_GEMM_FALLBACK setting, all on one build, then one table of
 # the layer, routing + permutation, GEMM1 and GEMM2 medians (µs) per point and setting. Reports in $OUT: ab-<setting>.{json,md,log}
 # and ab-summary.md. Builds the library and the bench first unless GPU_CHECK_BUILD already holds them.
-#   AB_SETTINGS="none q r o qo ro"   settings; "none" leaves the variable unset (the default variant)
+#   AB_SETTINGS="none u m q r o qo ro"   settings; "none" leaves the variable unset (the default variant)
 #   AB_ARGS="--shape mixtral-8x7b --tokens 128,512,2048,8192 --routing uniform"   bench arguments
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${OUT:-$ROOT/gpu-check-out/ab}
 BUILD=${GPU_CHECK_BUILD:-/tmp/fp8moe-gpu-build}
-SETTINGS=${AB_SETTINGS:-none q r o qo ro}
+SETTINGS=${AB_SETTINGS:-none u m q r o qo ro}
 ARGS=${AB_ARGS:---shape mixtral-8x7b --tokens 128,512,2048,8192 --routing uniform}
 mkdir -p "$OUT"
 if [ ! -x "$BUILD/bench/fp8moe-bench" ] || [ ! -f "$BUILD/src/libfp8moe.so" ]; then

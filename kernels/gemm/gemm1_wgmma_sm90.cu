@@ -7,7 +7,13 @@
  * layout (each producer thread publishes a stage kLag groups later: wait_group, proxy fence, arrive), and
  * one thread loads the 128 gate rows and the 128 up rows of W13[e] by TMA; consumer warpgroup 0 computes the
  * gate half, 1 the up half. Epilogue: up goes through shared memory to the gate warpgroup, which writes the
- * activated tile; all 256 consumer threads then requantize it (4 threads per row, as the mma.sync kernel). */
+ * activated tile; all 256 consumer threads then requantize it (4 threads per row, as the mma.sync kernel).
+ * Persistent CTAs walk the items in the host's order (item_order, item_group: src/cuda/cuda_plan.c), mapped
+ * by the producer and the consumers through the same fp8moe_sm90_item_of (sm90_items.h). Grouped (the
+ * default) keeps a wave on about item_group tiles' gathered rows; column-block major (the old order) puts a
+ * wave on one 128-column block of up to 132 tiles, so the gathered rows (deepseek-v3 T = 8192: 470 MB) are
+ * read from DRAM once per column block (docs/GPU.md "Item order"). */
+#include "sm90_items.h"
 #include "wgmma_sm90.cuh"
 
 namespace fp8moe {
@@ -20,15 +26,24 @@ __device__ __forceinline__ float activate(int32_t act, float g, float u) {
   return g / (1.0f + expf(-g)) * u;
 }
 
-/* Producer warpgroup: thread p copies 16-byte chunk p % 8 of rows p / 8 + 16i (i < 4) of every A stage. */
+/* Producer warpgroup: thread p copies 16-byte chunk p % 8 of rows p / 8 + 16i (i < 4) of every A stage.
+ * CLUSTER (2-CTA clusters, unit = item pair: fp8moe_sm90_unit_item): where the pair shares B (pair_shares_b)
+ * thread 0 loads B box `rank` (gate rows for rank 0, up rows for rank 1) and multicasts it into both CTAs;
+ * each CTA still receives both boxes (32 KB of transactions on its own full barrier) and gathers its own A. */
+template <bool CLUSTER>
 __device__ __forceinline__ void produce(const fp8moe_gemm1_args& a, const CUtensorMap& map_w, Smem& sm,
-                                        int32_t tiles, int64_t items, int kblocks) {
+                                        int32_t tiles, int32_t col_blocks, int32_t items, int kblocks) {
+  constexpr int kPeers = CLUSTER ? 2 : 1;
   const int p = threadIdx.x, c = p & 7, rb = p >> 3;
   const uint32_t swz = static_cast<uint32_t>((c ^ (rb & 7)) << 4); /* 128-byte swizzle: chunk ^ (row % 8) */
+  const uint32_t rank = CLUSTER ? cluster_ctarank() : 0u;
+  const int32_t units = (items + kPeers - 1) / kPeers;
   uint32_t it = 0;
-  for (int64_t w = blockIdx.x; w < items; w += gridDim.x) {
-    const int tile = static_cast<int>(w % tiles);
-    const int32_t n0 = static_cast<int32_t>(w / tiles) * kBN;
+  for (int32_t u = static_cast<int32_t>(blockIdx.x) / kPeers; u < units; u += static_cast<int32_t>(gridDim.x) / kPeers) {
+    const fp8moe_sm90_unit un = fp8moe_sm90_unit_item(u, items, kPeers, rank);
+    const fp8moe_sm90_item item = fp8moe_sm90_item_of(un.item, tiles, col_blocks, a.item_order, a.item_group);
+    const int tile = item.tile;
+    const int32_t n0 = item.col_block * kBN;
     const int32_t e = a.tile_expert[tile];
     const int64_t row0 = static_cast<int64_t>(tile) * kBM;
     const uint8_t* src[4];
@@ -40,13 +55,22 @@ __device__ __forceinline__ void produce(const fp8moe_gemm1_args& a, const CUtens
       src[i] = slot >= 0 ? a.x + static_cast<int64_t>(slot / a.K) * a.x_stride + c * 16 : a.x;
     }
     const int32_t gate_row = (a.gate_first ? 0 : a.I) + n0, up_row = (a.gate_first ? a.I : 0) + n0;
+    const bool share =
+        CLUSTER && p == 0 && pair_shares_b(u, items, tiles, col_blocks, a.item_order, a.item_group, a.tile_expert);
+#pragma unroll 1
     for (int kb = 0; kb < kblocks; ++kb, ++it) {
       const int s = static_cast<int>(it % kStages);
-      mbar_wait(&sm.empty[s], ((it / kStages) & 1u) ^ 1u);
+      if (CLUSTER) mbar_wait_cluster(&sm.empty[s], ((it / kStages) & 1u) ^ 1u);
+      else mbar_wait(&sm.empty[s], ((it / kStages) & 1u) ^ 1u);
       if (p == 0) {
         mbar_arrive_expect_tx(&sm.full[s], 2 * kBTileBytes);
-        tma_load_3d(sm.st[s].b[0], &map_w, &sm.full[s], kb * kBK, gate_row, e);
-        tma_load_3d(sm.st[s].b[1], &map_w, &sm.full[s], kb * kBK, up_row, e);
+        if (share) {
+          tma_load_3d_multicast(sm.st[s].b[rank], &map_w, &sm.full[s], kb * kBK, rank == 0 ? gate_row : up_row, e,
+                                static_cast<uint16_t>(0x3));
+        } else {
+          tma_load_3d(sm.st[s].b[0], &map_w, &sm.full[s], kb * kBK, gate_row, e);
+          tma_load_3d(sm.st[s].b[1], &map_w, &sm.full[s], kb * kBK, up_row, e);
+        }
       }
 #pragma unroll
       for (int i = 0; i < 4; ++i)
@@ -62,33 +86,50 @@ __device__ __forceinline__ void produce(const fp8moe_gemm1_args& a, const CUtens
   cp_async_wait_group<0>();
   fence_proxy_async();
   for (uint32_t j = it > static_cast<uint32_t>(kLag) ? it - kLag : 0; j < it; ++j) mbar_arrive(&sm.full[j % kStages]);
+  /* Cluster: wait until both CTAs' consumers released every stage filled here, so no arrival of the peer
+   * is still on its way to this CTA's barriers when it exits (as GEMM2's producer). */
+  if (CLUSTER && p == 0)
+#pragma unroll 1
+    for (uint32_t j = 0; j < static_cast<uint32_t>(kStages); ++j)
+      mbar_wait_cluster(&sm.empty[(it + j) % kStages], (((it + j) / kStages) & 1u) ^ 1u);
 }
 #endif
 
-template <int SCALE, bool F32, int LOOP>
+/* CLUSTER: launched in clusters of 2 CTAs (as GEMM2's cluster kernel, docs/GPU.md "2-CTA clusters"): the
+ * empty barriers count both CTAs' consumer warps, a shadow item (odd item count) is computed but nothing of
+ * it is written, and no CTA exits before its peer is done with it. */
+template <int SCALE, bool F32, int LOOP, bool CLUSTER>
 __global__ void __launch_bounds__(kThreads, 1)
     gemm1_wgmma_kernel(const __grid_constant__ fp8moe_gemm1_args a, const __grid_constant__ CUtensorMap map_w) {
 #if FP8MOE_SM90A
+  constexpr int kPeers = CLUSTER ? 2 : 1;
   extern __shared__ uint8_t smem_raw[];
   Smem& sm = smem_of(smem_raw);
-  init_barriers(sm, 1 + 128);
+  init_barriers<kPeers>(sm, 1 + 128);
   const int32_t tiles = *a.num_tiles;
-  const int64_t items = static_cast<int64_t>(tiles) * (a.I / kBN);
+  const int32_t col_blocks = a.I / kBN;
+  const int32_t items = tiles * col_blocks; /* < 2^31: the launcher checks max_tiles · col_blocks */
   const int kblocks = a.H / kBK;
 
   if (threadIdx.x < 128) {
     setmaxnreg_dec<kProducerRegs>();
-    produce(a, map_w, sm, tiles, items, kblocks);
+    produce<CLUSTER>(a, map_w, sm, tiles, col_blocks, items, kblocks);
+    if (CLUSTER) cluster_sync_all();
     return;
   }
   setmaxnreg_inc<kConsumerRegs>();
   const int ct = threadIdx.x - 128, wg = ct / 128, lane = ct % 32, q = (ct % 128) / 32;
   const int g = lane / 4, t = lane % 4;
   const int rr[2] = {16 * q + g, 16 * q + g + 8};
+  const uint32_t rank = CLUSTER ? cluster_ctarank() : 0u;
+  const int32_t units = (items + kPeers - 1) / kPeers;
   uint32_t it = 0;
-  for (int64_t w = blockIdx.x; w < items; w += gridDim.x) {
-    const int tile = static_cast<int>(w % tiles);
-    const int32_t n0 = static_cast<int32_t>(w / tiles) * kBN;
+  for (int32_t u = static_cast<int32_t>(blockIdx.x) / kPeers; u < units; u += static_cast<int32_t>(gridDim.x) / kPeers) {
+    const fp8moe_sm90_unit un = fp8moe_sm90_unit_item(u, items, kPeers, rank);
+    const bool store = un.store != 0;
+    const fp8moe_sm90_item item = fp8moe_sm90_item_of(un.item, tiles, col_blocks, a.item_order, a.item_group);
+    const int tile = item.tile;
+    const int32_t n0 = item.col_block * kBN;
     const int32_t e = a.tile_expert[tile];
     const int64_t row0 = static_cast<int64_t>(tile) * kBM;
     int32_t tok[2];
@@ -104,7 +145,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     float acc[64];
     auto sa = [&](int h, int kb) { return tok[h] >= 0 ? scale_at<F32>(a.x_scale, tok[h], kb, 0) : 0.0f; };
     auto sb = [&](int kb) { return scale_at<F32>(a.w_scale, e, nrow / kBN, kb); };
-    consume<LOOP, SCALE == FP8MOE_SCALE_BLOCK>(sm, wg, kblocks, it, acc, sa, sb);
+    consume<LOOP, SCALE == FP8MOE_SCALE_BLOCK, kPeers>(sm, wg, kblocks, it, acc, sa, sb);
 
     float sxw = 0.0f, sx[2] = {0.0f, 0.0f};
     if (SCALE == FP8MOE_SCALE_TENSOR) sxw = kref_at(a.x_scale, 0) * kref_at(a.w_scale, e);
@@ -142,25 +183,29 @@ __global__ void __launch_bounds__(kThreads, 1)
     for (int k = 0; k < CPT; ++k) m = fmaxf(m, finite_abs(src[k]));
 #pragma unroll
     for (int o = 1; o < TPR; o <<= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
-    if (a.requant == FP8MOE_REQ_FUSED_GROUP || a.requant == FP8MOE_REQ_FUSED_STATIC) {
-      const float s = a.requant == FP8MOE_REQ_FUSED_GROUP ? dynamic_scale(m) : kref_at(a.a2_static, 0);
-      uint32_t* dst = reinterpret_cast<uint32_t*>(a.a2q + grow * a.I + n0 + qq * CPT);
+    if (store) { /* a shadow item (odd item count, cluster rank 1) writes nothing; store is CTA-uniform */
+      if (a.requant == FP8MOE_REQ_FUSED_GROUP || a.requant == FP8MOE_REQ_FUSED_STATIC) {
+        const float s = a.requant == FP8MOE_REQ_FUSED_GROUP ? dynamic_scale(m) : kref_at(a.a2_static, 0);
+        uint32_t* dst = reinterpret_cast<uint32_t*>(a.a2q + grow * a.I + n0 + qq * CPT);
 #pragma unroll
-      for (int k = 0; k < CPT / 4; ++k)
-        dst[k] = e4m3x4(src[4 * k] / s, src[4 * k + 1] / s, src[4 * k + 2] / s, src[4 * k + 3] / s);
-      if (a.requant == FP8MOE_REQ_FUSED_GROUP && qq == 0) a.a2s[grow * (a.I / kBN) + n0 / kBN] = s;
-    } else {
-      float4* dst = reinterpret_cast<float4*>(a.inter + grow * a.I + n0 + qq * CPT);
-#pragma unroll
-      for (int k = 0; k < CPT / 4; ++k) dst[k] = make_float4(src[4 * k], src[4 * k + 1], src[4 * k + 2], src[4 * k + 3]);
-      if (a.requant == FP8MOE_REQ_DEFERRED_ROW) {
-        if (qq == 0) atomic_amax(a.amax + grow, m);
+        for (int k = 0; k < CPT / 4; ++k)
+          dst[k] = e4m3x4(src[4 * k] / s, src[4 * k + 1] / s, src[4 * k + 2] / s, src[4 * k + 3] / s);
+        if (a.requant == FP8MOE_REQ_FUSED_GROUP && qq == 0) a.a2s[grow * (a.I / kBN) + n0 / kBN] = s;
       } else {
-        m = warp_max(m);
-        if (lane == 0) atomic_amax(a.amax, m);
+        float4* dst = reinterpret_cast<float4*>(a.inter + grow * a.I + n0 + qq * CPT);
+#pragma unroll
+        for (int k = 0; k < CPT / 4; ++k) dst[k] = make_float4(src[4 * k], src[4 * k + 1], src[4 * k + 2], src[4 * k + 3]);
+        if (a.requant == FP8MOE_REQ_DEFERRED_ROW) {
+          if (qq == 0) atomic_amax(a.amax + grow, m);
+        } else {
+          m = warp_max(m);
+          if (lane == 0) atomic_amax(a.amax, m);
+        }
       }
     }
   }
+  /* Cluster: neither CTA exits while the peer may still multicast into it or arrive on its barriers. */
+  if (CLUSTER) cluster_sync_all();
 #elif defined(__CUDA_ARCH__)
   (void)a;
   (void)map_w;
@@ -171,31 +216,45 @@ __global__ void __launch_bounds__(kThreads, 1)
 using Kernel = void (*)(fp8moe_gemm1_args, CUtensorMap);
 
 /* The instantiation for a main-loop variant, or nullptr for a value outside FP8MOE_SM90_LOOP_*. */
-template <int SCALE, bool F32>
+template <int SCALE, bool F32, bool CLUSTER = false>
 Kernel kernel_for(int32_t loop) {
   switch (loop) {
-    case FP8MOE_SM90_LOOP_OVERLAP: return gemm1_wgmma_kernel<SCALE, F32, FP8MOE_SM90_LOOP_OVERLAP>;
-    case FP8MOE_SM90_LOOP_SERIAL: return gemm1_wgmma_kernel<SCALE, F32, FP8MOE_SM90_LOOP_SERIAL>;
-    case FP8MOE_SM90_LOOP_EARLY_RELEASE: return gemm1_wgmma_kernel<SCALE, F32, FP8MOE_SM90_LOOP_EARLY_RELEASE>;
+    case FP8MOE_SM90_LOOP_OVERLAP: return gemm1_wgmma_kernel<SCALE, F32, FP8MOE_SM90_LOOP_OVERLAP, CLUSTER>;
+    case FP8MOE_SM90_LOOP_SERIAL: return gemm1_wgmma_kernel<SCALE, F32, FP8MOE_SM90_LOOP_SERIAL, CLUSTER>;
+    case FP8MOE_SM90_LOOP_EARLY_RELEASE: return gemm1_wgmma_kernel<SCALE, F32, FP8MOE_SM90_LOOP_EARLY_RELEASE, CLUSTER>;
     default: return nullptr;
   }
 }
 
+/* max_clusters > 0: the cluster kernel on 2 × min(item pairs, max_clusters) CTAs; otherwise one CTA per SM. */
 template <int SCALE, bool F32 = false>
-cudaError_t launch(const fp8moe_gemm1_args& a, const CUtensorMap& mw, dim3 grid, cudaStream_t stream) {
+cudaError_t launch(const fp8moe_gemm1_args& a, const CUtensorMap& mw, cudaStream_t stream) {
+  const int64_t items = static_cast<int64_t>(a.max_tiles) * (a.I / kBN);
+  if (a.max_clusters > 0) {
+    const Kernel k = kernel_for<SCALE, F32, true>(a.sm90_loop);
+    if (k == nullptr) return cudaErrorInvalidValue;
+    const int64_t pairs = (items + 1) / 2;
+    const ClusterConfig c(dim3(static_cast<unsigned>(2 * (pairs < a.max_clusters ? pairs : a.max_clusters))), stream);
+    return cudaLaunchKernelEx(&c.cfg, k, a, mw);
+  }
   const Kernel k = kernel_for<SCALE, F32>(a.sm90_loop);
   if (k == nullptr) return cudaErrorInvalidValue;
-  k<<<grid, kThreads, kSmemBytes, stream>>>(a, mw);
+  const int64_t ctas_max = a.max_ctas / FP8MOE_GEMM1_CTAS_PER_SM;
+  k<<<dim3(static_cast<unsigned>(items < ctas_max ? items : ctas_max)), kThreads, kSmemBytes, stream>>>(a, mw);
   return cudaGetLastError();
 }
 
-/* Raises the dynamic shared-memory limit of every main-loop variant of one (SCALE, F32). */
+/* Raises the dynamic shared-memory limit of every main-loop variant of one (SCALE, F32), both kinds. */
 template <int SCALE, bool F32>
 cudaError_t raise_smem(int bytes) {
   cudaError_t e = cudaSuccess;
   const int32_t loops[3] = {FP8MOE_SM90_LOOP_OVERLAP, FP8MOE_SM90_LOOP_SERIAL, FP8MOE_SM90_LOOP_EARLY_RELEASE};
-  for (int i = 0; i < 3 && e == cudaSuccess; ++i)
+  for (int i = 0; i < 3 && e == cudaSuccess; ++i) {
     e = cudaFuncSetAttribute(kernel_for<SCALE, F32>(loops[i]), cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+    if (e == cudaSuccess)
+      e = cudaFuncSetAttribute(kernel_for<SCALE, F32, true>(loops[i]), cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               bytes);
+  }
   return e;
 }
 
@@ -206,24 +265,22 @@ cudaError_t raise_smem(int bytes) {
 extern "C" int fp8moe_launch_gemm1_sm90(const fp8moe_gemm1_args* a, cudaStream_t stream) {
   using namespace fp8moe::sm90;
   if (a->max_tiles == 0) return cudaSuccess;
+  if (!fp8moe_sm90_order_ok(a->item_order, a->item_group, a->max_tiles, a->I / kBN)) return cudaErrorInvalidValue;
   CUtensorMap mw;
   const uint64_t dw[3] = {static_cast<uint64_t>(a->H), 2 * static_cast<uint64_t>(a->I),
                           static_cast<uint64_t>(a->E_local)};
   const uint64_t sw[2] = {static_cast<uint64_t>(a->w_stride_n), static_cast<uint64_t>(a->w_stride_e)};
   const int e = fp8moe_sm90_encode(a->tma_encode, &mw, a->w, 3, dw, sw, kBK, kBN);
   if (e != 0) return e;
-  const int64_t items = static_cast<int64_t>(a->max_tiles) * (a->I / kBN);
-  const int64_t ctas_max = a->max_ctas / FP8MOE_GEMM1_CTAS_PER_SM;
-  const dim3 grid(static_cast<unsigned>(items < ctas_max ? items : ctas_max));
   switch (a->scale_mode) {
     case FP8MOE_SCALE_BLOCK:
       if (a->x_scale.dt == FP8MOE_DT_F32 && a->w_scale.dt == FP8MOE_DT_F32)
-        return static_cast<int>(launch<FP8MOE_SCALE_BLOCK, true>(*a, mw, grid, stream));
-      return static_cast<int>(launch<FP8MOE_SCALE_BLOCK>(*a, mw, grid, stream));
+        return static_cast<int>(launch<FP8MOE_SCALE_BLOCK, true>(*a, mw, stream));
+      return static_cast<int>(launch<FP8MOE_SCALE_BLOCK>(*a, mw, stream));
     case FP8MOE_SCALE_ROW:
-      if (a->w_scale.dt == FP8MOE_DT_F32) return static_cast<int>(launch<FP8MOE_SCALE_ROW, true>(*a, mw, grid, stream));
-      return static_cast<int>(launch<FP8MOE_SCALE_ROW>(*a, mw, grid, stream));
-    default: return static_cast<int>(launch<FP8MOE_SCALE_TENSOR>(*a, mw, grid, stream));
+      if (a->w_scale.dt == FP8MOE_DT_F32) return static_cast<int>(launch<FP8MOE_SCALE_ROW, true>(*a, mw, stream));
+      return static_cast<int>(launch<FP8MOE_SCALE_ROW>(*a, mw, stream));
+    default: return static_cast<int>(launch<FP8MOE_SCALE_TENSOR>(*a, mw, stream));
   }
 }
 
@@ -236,4 +293,19 @@ extern "C" int fp8moe_prepare_gemm1_sm90_smem(void) {
   if (e == cudaSuccess) e = raise_smem<FP8MOE_SCALE_ROW, true>(bytes);
   if (e == cudaSuccess) e = raise_smem<FP8MOE_SCALE_TENSOR, false>(bytes);
   return static_cast<int>(e);
+}
+
+/* As fp8moe_prepare_gemm2_sm90_clusters, for GEMM1's cluster kernel. */
+extern "C" int fp8moe_prepare_gemm1_sm90_clusters(int32_t sm_count, int32_t* clusters) {
+  using namespace fp8moe::sm90;
+  *clusters = 0;
+  const ClusterConfig c(dim3(static_cast<unsigned>(2 * (sm_count > 0 ? sm_count : 1))), nullptr);
+  int n = 0;
+  if (cudaOccupancyMaxActiveClusters(&n, kernel_for<FP8MOE_SCALE_TENSOR, false, true>(FP8MOE_SM90_LOOP_OVERLAP),
+                                     &c.cfg) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  *clusters = n > 0 ? n : 0;
+  return 0;
 }

@@ -3,16 +3,20 @@
  * with the warp-specialized wgmma + TMA machinery of wgmma_sm90.cuh. a2q rows are contiguous and expert-sorted
  * (tile_m = 64), so the producer loads both operands by TMA: per stage one 64×128 box of a2q and two
  * 128×128 boxes of W2[e] (output columns n0 … n0+255), 40 KB, expect_tx on the stage's full barrier.
- * Persistent CTAs (one per SM, 384 threads) walk (tile, 256-column block) items tile major over the
- * device-side num_tiles/tile_expert; consumer warpgroup w writes columns n0 + 128w … of the 64 rows, as bf16
- * into y's row of each row's slot (padding rows are not stored).
- * Tile major: the CTAs of one wave share a few A tiles and one or two experts' W2 (at most 2 × 14.7 MB at
- * deepseek-v3 sizes, inside the 50 MB L2), so DRAM sees each a2q row once and each W2 byte about once.
- * Column-block major (the mma.sync kernel's order) re-reads all of a2q (rows·I bytes, 151 MB at deepseek-v3
- * T = 8192, beyond L2) once per column block: 28 × 151 MB ≈ 4.2 GB, more than W2's 3.8 GB.
- * The order is a launch argument (item_order, chosen by the host: src/cuda/cuda_plan.c), so both can be
- * measured on one build; producer and consumers map items through the same gemm2_item, and either order
- * visits every (tile, column block) once, so the output does not depend on it. */
+ * Persistent CTAs (one per SM, 384 threads) walk (tile, 256-column block) items over the device-side
+ * num_tiles/tile_expert in the host's order (item_order, item_group: src/cuda/cuda_plan.c); consumer
+ * warpgroup w writes columns n0 + 128w … of the 64 rows, as bf16 into y's row of each row's slot (padding
+ * rows are not stored).
+ * Orders (kernels/gemm/sm90_items.h; docs/GPU.md "Item order"): grouped (the default) walks groups of
+ * item_group tiles column-block major, so a wave shares a few tiles' a2q rows and a few column blocks of one
+ * or two experts' W2; tile major: the CTAs of one wave share a few A tiles and one or two experts' W2, which
+ * a wave re-streams whenever an expert has more tiles than a wave covers (mixtral-8x7b T = 8192: 32 tiles ×
+ * 16 column blocks per expert, 59 MB of W2 per wave); column-block major (the mma.sync kernel's order)
+ * re-reads all of a2q (rows·I bytes, 151 MB at deepseek-v3 T = 8192, beyond L2) once per column block:
+ * 28 × 151 MB ≈ 4.2 GB, more than W2's 3.8 GB.
+ * Producer and consumers map items through the same fp8moe_sm90_item_of, and every order visits every
+ * (tile, column block) once, so the output does not depend on it. */
+#include "sm90_items.h"
 #include "wgmma_sm90.cuh"
 
 namespace fp8moe {
@@ -20,50 +24,84 @@ namespace sm90 {
 namespace {
 
 #if FP8MOE_SM90A
-/* Work item w of tiles × col_blocks → (tile, first output column of its 256). Both orders are bijections of
- * [0, tiles·col_blocks). */
-struct Item {
+/* What one CTA does for one unit of work: a tile and its first output column, whether its rows are stored
+ * (a shadow item is computed but not stored), and whether the two CTAs of a cluster share the B slices. */
+struct Work {
   int tile;
   int32_t n0;
+  int32_t e;
+  bool store;
+  bool share;
 };
-__device__ __forceinline__ Item gemm2_item(int64_t w, int32_t tiles, int32_t col_blocks, int32_t order) {
-  if (order == FP8MOE_GEMM2_ORDER_COLUMN_MAJOR)
-    return {static_cast<int>(w % tiles), static_cast<int32_t>(w / tiles) * kGemm2Cols};
-  return {static_cast<int>(w / col_blocks), static_cast<int32_t>(w % col_blocks) * kGemm2Cols};
+
+/* The producer's view of unit u (fp8moe_sm90_unit_item), and whether the pair shares B (pair_shares_b). */
+template <bool CLUSTER>
+__device__ __forceinline__ Work gemm2_work(const fp8moe_gemm2_args& a, int32_t u, int32_t items, int32_t tiles,
+                                           int32_t col_blocks, uint32_t rank) {
+  if (!CLUSTER) {
+    const fp8moe_sm90_item it = fp8moe_sm90_item_of(u, tiles, col_blocks, a.item_order, a.item_group);
+    return {it.tile, it.col_block * kGemm2Cols, a.tile_expert[it.tile], true, false};
+  }
+  const fp8moe_sm90_unit un = fp8moe_sm90_unit_item(u, items, 2, rank);
+  const fp8moe_sm90_item it = fp8moe_sm90_item_of(un.item, tiles, col_blocks, a.item_order, a.item_group);
+  return {it.tile, it.col_block * kGemm2Cols, a.tile_expert[it.tile], un.store != 0,
+          pair_shares_b(u, items, tiles, col_blocks, a.item_order, a.item_group, a.tile_expert)};
 }
 #endif
 
-template <int SCALE, bool F32, int LOOP>
+/* CLUSTER: launched in clusters of 2 CTAs (cudaLaunchAttributeClusterDimension; the grid is even). Every
+ * stage still lands 40 KB in each CTA (A 8 KB by its own TMA; B 2 × 16 KB, either both by its own TMA or one
+ * half by its own multicast and the other by the peer's), so the full barriers' expect_tx is the same in both
+ * cases; an empty barrier completes only when the consumer warps of both CTAs have released the stage, since
+ * either producer may write into both CTAs' copy of it. */
+template <int SCALE, bool F32, int LOOP, bool CLUSTER>
 __global__ void __launch_bounds__(kThreads, 1)
     gemm2_wgmma_kernel(const __grid_constant__ fp8moe_gemm2_args a, const __grid_constant__ CUtensorMap map_a,
                        const __grid_constant__ CUtensorMap map_w) {
 #if FP8MOE_SM90A
+  constexpr int kPeers = CLUSTER ? 2 : 1;
   extern __shared__ uint8_t smem_raw[];
   Smem& sm = smem_of(smem_raw);
-  init_barriers(sm, 1);
+  init_barriers<kPeers>(sm, 1);
   const int32_t tiles = *a.num_tiles;
   const int32_t col_blocks = a.H / kGemm2Cols;
-  const int64_t items = static_cast<int64_t>(tiles) * col_blocks;
+  const int32_t items = tiles * col_blocks; /* < 2^31: the launcher checks max_tiles · col_blocks */
   const int kblocks = a.I / kBK;
+  const uint32_t rank = CLUSTER ? cluster_ctarank() : 0u; /* = blockIdx.x % 2: clusters of 2 along x */
+  const int32_t units = CLUSTER ? (items + 1) / 2 : items;
+  const int32_t first = static_cast<int32_t>(blockIdx.x) / kPeers, stride = static_cast<int32_t>(gridDim.x) / kPeers;
 
   if (threadIdx.x < 128) {
     setmaxnreg_dec<kProducerRegs>();
     if (threadIdx.x == 0) {
       uint32_t it = 0;
-      for (int64_t w = blockIdx.x; w < items; w += gridDim.x) {
-        const Item item = gemm2_item(w, tiles, col_blocks, a.item_order);
-        const int tile = item.tile;
-        const int32_t n0 = item.n0;
-        const int32_t e = a.tile_expert[tile];
+      for (int32_t u = first; u < units; u += stride) {
+        const Work wk = gemm2_work<CLUSTER>(a, u, items, tiles, col_blocks, rank);
+        /* Not unrolled: the producer thread runs within setmaxnreg's 40 registers. */
+#pragma unroll 1
         for (int kb = 0; kb < kblocks; ++kb, ++it) {
           const int s = static_cast<int>(it % kStages);
-          mbar_wait(&sm.empty[s], ((it / kStages) & 1u) ^ 1u);
+          const uint32_t parity = ((it / kStages) & 1u) ^ 1u;
+          if (CLUSTER) mbar_wait_cluster(&sm.empty[s], parity);
+          else mbar_wait(&sm.empty[s], parity);
           mbar_arrive_expect_tx(&sm.full[s], kATileBytes + 2 * kBTileBytes);
-          tma_load_2d(sm.st[s].a, &map_a, &sm.full[s], kb * kBK, tile * kBM);
-          tma_load_3d(sm.st[s].b[0], &map_w, &sm.full[s], kb * kBK, n0, e);
-          tma_load_3d(sm.st[s].b[1], &map_w, &sm.full[s], kb * kBK, n0 + kBN, e);
+          tma_load_2d(sm.st[s].a, &map_a, &sm.full[s], kb * kBK, wk.tile * kBM);
+          if (CLUSTER && wk.share) {
+            tma_load_3d_multicast(sm.st[s].b[rank], &map_w, &sm.full[s], kb * kBK, wk.n0 + static_cast<int32_t>(rank) * kBN,
+                                  wk.e, static_cast<uint16_t>(0x3));
+          } else {
+            tma_load_3d(sm.st[s].b[0], &map_w, &sm.full[s], kb * kBK, wk.n0, wk.e);
+            tma_load_3d(sm.st[s].b[1], &map_w, &sm.full[s], kb * kBK, wk.n0 + kBN, wk.e);
+          }
         }
       }
+      /* Cluster: wait until both CTAs' consumers released every stage this producer filled, so no arrival
+       * of the peer is still on its way to this CTA's barriers when it exits (the empty phase of position
+       * it + j is the release of position it + j − kStages). */
+      if (CLUSTER)
+#pragma unroll 1
+        for (uint32_t j = 0; j < static_cast<uint32_t>(kStages); ++j)
+          mbar_wait_cluster(&sm.empty[(it + j) % kStages], (((it + j) / kStages) & 1u) ^ 1u);
     }
   } else {
     setmaxnreg_inc<kConsumerRegs>();
@@ -71,18 +109,23 @@ __global__ void __launch_bounds__(kThreads, 1)
     const int g = lane / 4, t = lane % 4;
     const int rr[2] = {16 * q + g, 16 * q + g + 8};
     uint32_t it = 0;
-    for (int64_t w = blockIdx.x; w < items; w += gridDim.x) {
-      const Item item = gemm2_item(w, tiles, col_blocks, a.item_order);
+    for (int32_t u = first; u < units; u += stride) {
+      /* The rank is read again here (a special register) rather than kept live across the main loop: the
+       * block-scale consumers have no register to spare. */
+      const fp8moe_sm90_unit un = fp8moe_sm90_unit_item(u, items, kPeers, CLUSTER ? cluster_ctarank() : 0u);
+      const bool store = un.store != 0;
+      const fp8moe_sm90_item item = fp8moe_sm90_item_of(un.item, tiles, col_blocks, a.item_order, a.item_group);
       const int tile = item.tile;
-      const int32_t nb = item.n0 + wg * kBN; /* this warpgroup's columns */
+      const int32_t nb = item.col_block * kGemm2Cols + wg * kBN; /* this warpgroup's columns */
       const int32_t e = a.tile_expert[tile];
       const int64_t row0 = static_cast<int64_t>(tile) * kBM;
-      /* The y rows (slots) of the thread's two rows, loaded before the main loop hides their latency. */
-      const int32_t slot[2] = {a.sorted_slots[row0 + rr[0]], a.sorted_slots[row0 + rr[1]]};
+      /* The y rows (slots) of the thread's two rows, loaded before the main loop hides their latency; a
+       * shadow item stores none. */
+      const int32_t slot[2] = {store ? a.sorted_slots[row0 + rr[0]] : -1, store ? a.sorted_slots[row0 + rr[1]] : -1};
       float acc[64];
       auto sa = [&](int h, int kb) { return scale_at<F32>(a.a2_scale, row0 + rr[h], kb, 0); };
       auto sb = [&](int kb) { return scale_at<F32>(a.w_scale, e, nb / kBN, kb); };
-      consume<LOOP, SCALE == FP8MOE_SCALE_BLOCK>(sm, wg, kblocks, it, acc, sa, sb);
+      consume<LOOP, SCALE == FP8MOE_SCALE_BLOCK, kPeers>(sm, wg, kblocks, it, acc, sa, sb);
 
       float st = 0.0f, sr[2] = {0.0f, 0.0f};
       if (SCALE == FP8MOE_SCALE_TENSOR) st = kref_at(a.a2_scale, 0) * kref_at(a.w_scale, e);
@@ -105,6 +148,8 @@ __global__ void __launch_bounds__(kThreads, 1)
       }
     }
   }
+  /* Cluster: neither CTA exits while the peer may still multicast into it or arrive on its barriers. */
+  if (CLUSTER) cluster_sync_all();
 #elif defined(__CUDA_ARCH__)
   (void)a;
   (void)map_a;
@@ -116,32 +161,45 @@ __global__ void __launch_bounds__(kThreads, 1)
 using Kernel = void (*)(fp8moe_gemm2_args, CUtensorMap, CUtensorMap);
 
 /* The instantiation for a main-loop variant, or nullptr for a value outside FP8MOE_SM90_LOOP_*. */
-template <int SCALE, bool F32>
+template <int SCALE, bool F32, bool CLUSTER = false>
 Kernel kernel_for(int32_t loop) {
   switch (loop) {
-    case FP8MOE_SM90_LOOP_OVERLAP: return gemm2_wgmma_kernel<SCALE, F32, FP8MOE_SM90_LOOP_OVERLAP>;
-    case FP8MOE_SM90_LOOP_SERIAL: return gemm2_wgmma_kernel<SCALE, F32, FP8MOE_SM90_LOOP_SERIAL>;
-    case FP8MOE_SM90_LOOP_EARLY_RELEASE: return gemm2_wgmma_kernel<SCALE, F32, FP8MOE_SM90_LOOP_EARLY_RELEASE>;
+    case FP8MOE_SM90_LOOP_OVERLAP: return gemm2_wgmma_kernel<SCALE, F32, FP8MOE_SM90_LOOP_OVERLAP, CLUSTER>;
+    case FP8MOE_SM90_LOOP_SERIAL: return gemm2_wgmma_kernel<SCALE, F32, FP8MOE_SM90_LOOP_SERIAL, CLUSTER>;
+    case FP8MOE_SM90_LOOP_EARLY_RELEASE: return gemm2_wgmma_kernel<SCALE, F32, FP8MOE_SM90_LOOP_EARLY_RELEASE, CLUSTER>;
     default: return nullptr;
   }
 }
 
+/* max_clusters > 0: the cluster kernel on 2 × min(item pairs, max_clusters) CTAs; otherwise one CTA per SM. */
 template <int SCALE, bool F32 = false>
-cudaError_t launch(const fp8moe_gemm2_args& a, const CUtensorMap& ma, const CUtensorMap& mw, dim3 grid,
-                   cudaStream_t stream) {
+cudaError_t launch(const fp8moe_gemm2_args& a, const CUtensorMap& ma, const CUtensorMap& mw, cudaStream_t stream) {
+  const int64_t items = static_cast<int64_t>(a.max_tiles) * (a.H / kGemm2Cols);
+  if (a.max_clusters > 0) {
+    const Kernel k = kernel_for<SCALE, F32, true>(a.sm90_loop);
+    if (k == nullptr) return cudaErrorInvalidValue;
+    const int64_t pairs = (items + 1) / 2;
+    const ClusterConfig c(dim3(static_cast<unsigned>(2 * (pairs < a.max_clusters ? pairs : a.max_clusters))), stream);
+    return cudaLaunchKernelEx(&c.cfg, k, a, ma, mw);
+  }
   const Kernel k = kernel_for<SCALE, F32>(a.sm90_loop);
   if (k == nullptr) return cudaErrorInvalidValue;
-  k<<<grid, kThreads, kSmemBytes, stream>>>(a, ma, mw);
+  const int64_t ctas_max = a.max_ctas / FP8MOE_GEMM2_CTAS_PER_SM; /* one CTA per SM here */
+  k<<<dim3(static_cast<unsigned>(items < ctas_max ? items : ctas_max)), kThreads, kSmemBytes, stream>>>(a, ma, mw);
   return cudaGetLastError();
 }
 
-/* Raises the dynamic shared-memory limit of every main-loop variant of one (SCALE, F32). */
+/* Raises the dynamic shared-memory limit of every main-loop variant of one (SCALE, F32), both kinds. */
 template <int SCALE, bool F32>
 cudaError_t raise_smem(int bytes) {
   cudaError_t e = cudaSuccess;
   const int32_t loops[3] = {FP8MOE_SM90_LOOP_OVERLAP, FP8MOE_SM90_LOOP_SERIAL, FP8MOE_SM90_LOOP_EARLY_RELEASE};
-  for (int i = 0; i < 3 && e == cudaSuccess; ++i)
+  for (int i = 0; i < 3 && e == cudaSuccess; ++i) {
     e = cudaFuncSetAttribute(kernel_for<SCALE, F32>(loops[i]), cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+    if (e == cudaSuccess)
+      e = cudaFuncSetAttribute(kernel_for<SCALE, F32, true>(loops[i]), cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               bytes);
+  }
   return e;
 }
 
@@ -152,8 +210,7 @@ cudaError_t raise_smem(int bytes) {
 extern "C" int fp8moe_launch_gemm2_sm90(const fp8moe_gemm2_args* a, cudaStream_t stream) {
   using namespace fp8moe::sm90;
   if (a->max_tiles == 0) return cudaSuccess;
-  if (a->item_order != FP8MOE_GEMM2_ORDER_TILE_MAJOR && a->item_order != FP8MOE_GEMM2_ORDER_COLUMN_MAJOR)
-    return cudaErrorInvalidValue;
+  if (!fp8moe_sm90_order_ok(a->item_order, a->item_group, a->max_tiles, a->H / kGemm2Cols)) return cudaErrorInvalidValue;
   CUtensorMap ma, mw;
   const uint64_t rows = static_cast<uint64_t>(a->max_tiles) * kBM;
   const uint64_t da[2] = {static_cast<uint64_t>(a->I), rows}, sa[1] = {static_cast<uint64_t>(a->I)};
@@ -162,18 +219,15 @@ extern "C" int fp8moe_launch_gemm2_sm90(const fp8moe_gemm2_args* a, cudaStream_t
   int e = fp8moe_sm90_encode(a->tma_encode, &ma, a->a2q, 2, da, sa, kBK, kBM);
   if (e == 0) e = fp8moe_sm90_encode(a->tma_encode, &mw, a->w, 3, dw, sw, kBK, kBN);
   if (e != 0) return e;
-  const int64_t items = static_cast<int64_t>(a->max_tiles) * (a->H / (2 * kBN));
-  const int64_t ctas_max = a->max_ctas / FP8MOE_GEMM2_CTAS_PER_SM; /* one CTA per SM here */
-  const dim3 grid(static_cast<unsigned>(items < ctas_max ? items : ctas_max));
   switch (a->scale_mode) {
     case FP8MOE_SCALE_BLOCK:
       if (a->a2_scale.dt == FP8MOE_DT_F32 && a->w_scale.dt == FP8MOE_DT_F32)
-        return static_cast<int>(launch<FP8MOE_SCALE_BLOCK, true>(*a, ma, mw, grid, stream));
-      return static_cast<int>(launch<FP8MOE_SCALE_BLOCK>(*a, ma, mw, grid, stream));
+        return static_cast<int>(launch<FP8MOE_SCALE_BLOCK, true>(*a, ma, mw, stream));
+      return static_cast<int>(launch<FP8MOE_SCALE_BLOCK>(*a, ma, mw, stream));
     case FP8MOE_SCALE_ROW:
-      if (a->w_scale.dt == FP8MOE_DT_F32) return static_cast<int>(launch<FP8MOE_SCALE_ROW, true>(*a, ma, mw, grid, stream));
-      return static_cast<int>(launch<FP8MOE_SCALE_ROW>(*a, ma, mw, grid, stream));
-    default: return static_cast<int>(launch<FP8MOE_SCALE_TENSOR>(*a, ma, mw, grid, stream));
+      if (a->w_scale.dt == FP8MOE_DT_F32) return static_cast<int>(launch<FP8MOE_SCALE_ROW, true>(*a, ma, mw, stream));
+      return static_cast<int>(launch<FP8MOE_SCALE_ROW>(*a, ma, mw, stream));
+    default: return static_cast<int>(launch<FP8MOE_SCALE_TENSOR>(*a, ma, mw, stream));
   }
 }
 
@@ -186,4 +240,21 @@ extern "C" int fp8moe_prepare_gemm2_sm90_smem(void) {
   if (e == cudaSuccess) e = raise_smem<FP8MOE_SCALE_ROW, true>(bytes);
   if (e == cudaSuccess) e = raise_smem<FP8MOE_SCALE_TENSOR, false>(bytes);
   return static_cast<int>(e);
+}
+
+/* The most 2-CTA clusters of the GEMM2 cluster kernel that can be resident at once on the current device
+ * (called at context creation after the shared-memory limits are raised); 0 when none fit or the query
+ * fails (the plan then keeps the one-CTA kernel; a failed query does not fail the context). */
+extern "C" int fp8moe_prepare_gemm2_sm90_clusters(int32_t sm_count, int32_t* clusters) {
+  using namespace fp8moe::sm90;
+  *clusters = 0;
+  const ClusterConfig c(dim3(static_cast<unsigned>(2 * (sm_count > 0 ? sm_count : 1))), nullptr);
+  int n = 0;
+  if (cudaOccupancyMaxActiveClusters(&n, kernel_for<FP8MOE_SCALE_TENSOR, false, true>(FP8MOE_SM90_LOOP_OVERLAP),
+                                     &c.cfg) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  *clusters = n > 0 ? n : 0;
+  return 0;
 }

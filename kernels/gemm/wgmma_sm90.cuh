@@ -18,6 +18,7 @@
 #include <cuda.h> /* CUtensorMap (a type only: no libcuda symbol is referenced) */
 
 #include "common.cuh"
+#include "sm90_items.h"
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define FP8MOE_SM90A 1
@@ -96,6 +97,38 @@ __device__ __forceinline__ void mbar_wait(uint64_t* b, uint32_t parity) {
       "r"(parity)
       : "memory");
 }
+/* The 2-CTA cluster variant (GEMM2, docs/GPU.md "2-CTA clusters"): this CTA's rank in its cluster, a whole-
+ * cluster barrier (every thread of both CTAs; release/acquire at cluster scope), an arrive on the mbarrier at
+ * the same shared-memory offset in CTA `rank` (release at cluster scope, so the peer's producer that waits
+ * with acquire at cluster scope sees this CTA's reads of the stage as finished), and that wait. */
+__device__ __forceinline__ uint32_t cluster_ctarank() {
+  uint32_t r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  return r;
+}
+__device__ __forceinline__ void cluster_sync_all() {
+  asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
+}
+__device__ __forceinline__ void mbar_arrive_cluster(uint64_t* b, uint32_t rank) {
+  asm volatile(
+      "{\n.reg .b32 ra;\n"
+      "mapa.shared::cluster.u32 ra, %0, %1;\n"
+      "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra];\n"
+      "}\n" ::"r"(saddr(b)),
+      "r"(rank)
+      : "memory");
+}
+__device__ __forceinline__ void mbar_wait_cluster(uint64_t* b, uint32_t parity) {
+  asm volatile(
+      "{\n.reg .pred done;\n"
+      "WAITC:\n"
+      "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra WAITC;\n"
+      "}\n" ::"r"(saddr(b)),
+      "r"(parity)
+      : "memory");
+}
+
 /* Generic-proxy writes (cp.async) made visible to the async proxy (wgmma reads). */
 __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 
@@ -112,6 +145,17 @@ __device__ __forceinline__ void tma_load_3d(void* dst, const CUtensorMap* map, u
       "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5}], "
       "[%2];\n" ::"r"(saddr(dst)),
       "l"(reinterpret_cast<uint64_t>(map)), "r"(saddr(bar)), "r"(c0), "r"(c1), "r"(c2)
+      : "memory");
+}
+
+/* One 3-D box written to the same shared-memory offset of every CTA in cta_mask (bit i: cluster rank i); the
+ * bytes complete the transaction count of the mbarrier at the same offset in each of those CTAs. */
+__device__ __forceinline__ void tma_load_3d_multicast(void* dst, const CUtensorMap* map, uint64_t* bar, int32_t c0,
+                                                      int32_t c1, int32_t c2, uint16_t cta_mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%3, "
+      "%4, %5}], [%2], %6;\n" ::"r"(saddr(dst)),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(saddr(bar)), "r"(c0), "r"(c1), "r"(c2), "h"(cta_mask)
       : "memory");
 }
 
@@ -188,22 +232,63 @@ __device__ __forceinline__ float scale_at(const fp8moe_kref& r, int64_t i0, int6
 __device__ __forceinline__ int acc_half(int i) { return (i >> 1) & 1; }
 __device__ __forceinline__ int acc_col(int i, int t) { return (i >> 2) * 8 + 2 * t + (i & 1); }
 
-/* Barrier setup by one thread, then a CTA barrier. full: 1 arrival (the TMA issuer's expect_tx) plus, for a
- * gathering producer, one per producer thread; empty: one per consumer thread. */
+/* 2-CTA clusters: whether the item pair of unit u (fp8moe_sm90_unit_item) needs the same B boxes, i.e. both
+ * items are of one column block and one expert (a shadow pair always is). Then each CTA loads one of the two
+ * B boxes and multicasts it to both; otherwise each loads its own. Both CTAs (producers and consumers) decide
+ * it from the same tile_expert words, so identically. */
+__device__ __forceinline__ bool pair_shares_b(int32_t u, int32_t items, int32_t tiles, int32_t col_blocks,
+                                              int32_t order, int32_t group, const int32_t* tile_expert) {
+  const fp8moe_sm90_item i0 = fp8moe_sm90_item_of(fp8moe_sm90_unit_item(u, items, 2, 0).item, tiles, col_blocks, order, group);
+  const fp8moe_sm90_item i1 = fp8moe_sm90_item_of(fp8moe_sm90_unit_item(u, items, 2, 1).item, tiles, col_blocks, order, group);
+  return i0.col_block == i1.col_block && tile_expert[i0.tile] == tile_expert[i1.tile];
+}
+
+/* The launch configuration of the cluster kernels: clusters of 2 CTAs along x, the ring's shared memory. */
+struct ClusterConfig {
+  cudaLaunchAttribute attr[1];
+  cudaLaunchConfig_t cfg;
+  ClusterConfig(dim3 grid, cudaStream_t stream) {
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = 2;
+    attr[0].val.clusterDim.y = 1;
+    attr[0].val.clusterDim.z = 1;
+    cfg = cudaLaunchConfig_t{};
+    cfg.gridDim = grid;
+    cfg.blockDim = dim3(kThreads);
+    cfg.dynamicSmemBytes = kSmemBytes;
+    cfg.stream = stream;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+  }
+};
+
+/* Consumer arrivals per empty barrier phase: one per consumer thread (PEERS = 1), or in a 2-CTA cluster one
+ * per consumer warp of each of the two CTAs (every warp releases a stage in both CTAs). */
+template <int PEERS>
+__host__ __device__ constexpr uint32_t empty_arrivals() {
+  return PEERS == 1 ? static_cast<uint32_t>(kConsumers) : static_cast<uint32_t>(PEERS * (kConsumers / 32));
+}
+
+/* Barrier setup by one thread, then a CTA barrier (a cluster barrier for PEERS = 2: no peer may multicast
+ * into this CTA or arrive on its barriers before they exist). full: 1 arrival (the TMA issuer's expect_tx)
+ * plus, for a gathering producer, one per producer thread; empty: empty_arrivals<PEERS>(). */
+template <int PEERS = 1>
 __device__ __forceinline__ void init_barriers(Smem& sm, uint32_t full_count) {
 #if FP8MOE_SM90A
   if (threadIdx.x == 0) {
     for (int s = 0; s < kStages; ++s) {
       mbar_init(&sm.full[s], full_count);
-      mbar_init(&sm.empty[s], kConsumers);
+      mbar_init(&sm.empty[s], empty_arrivals<PEERS>());
     }
     mbar_init_fence();
   }
+  if (PEERS > 1) cluster_sync_all();
+  else __syncthreads();
 #else
   (void)sm;
   (void)full_count;
-#endif
   __syncthreads();
+#endif
 }
 
 /* Consumer main loop for one work item: kblocks stages starting at ring position `it`. Hopper's fp8 wgmma
@@ -223,7 +308,7 @@ __device__ __forceinline__ void init_barriers(Smem& sm, uint32_t full_count) {
  *   kb+1 is waited for and issued, and kb is promoted while kb+1's wgmmas run.
  * The two-accumulator loops are unrolled by two so each partial accumulator stays a fixed register array.
  * kblocks ≥ 1. */
-template <int LOOP, bool BLOCK, class RowScale, class BScale>
+template <int LOOP, bool BLOCK, int PEERS, class RowScale, class BScale>
 __device__ __forceinline__ void consume(Smem& sm, int wg, int kblocks, uint32_t& it, float (&acc)[64],
                                         RowScale sa, BScale sb) {
   static_assert(LOOP == FP8MOE_SM90_LOOP_OVERLAP || LOOP == FP8MOE_SM90_LOOP_SERIAL ||
@@ -252,10 +337,18 @@ __device__ __forceinline__ void consume(Smem& sm, int wg, int kblocks, uint32_t&
     for (int kk = 0; kk < kBK / 32; ++kk) wgmma_m64n128k32(p, da + 2 * kk, db + 2 * kk, kk > 0);
     wgmma_commit();
   };
-  /* After the wait that completed stage kb's group: p is final; its shared-memory stage may be refilled. */
+  /* After the wait that completed stage kb's group: p is final; its shared-memory stage may be refilled.
+   * PEERS = 2: lane r of each warp releases it in cluster CTA r (the wait is warp-synchronous, so the whole
+   * warp's wgmmas on the stage are done), since either CTA's producer may multicast into both. */
   auto release = [&](float (&p)[64], int kb) {
     fence_regs(p);
-    mbar_arrive(&sm.empty[(it + static_cast<uint32_t>(kb)) % kStages]);
+    uint64_t* e = &sm.empty[(it + static_cast<uint32_t>(kb)) % kStages];
+    if constexpr (PEERS == 1) {
+      mbar_arrive(e);
+    } else {
+      const uint32_t lane = threadIdx.x % 32;
+      if (lane < static_cast<uint32_t>(PEERS)) mbar_arrive_cluster(e, lane);
+    }
   };
   auto promote = [&](const float (&p)[64], float c0, float c1, float cw) {
     if (BLOCK) {

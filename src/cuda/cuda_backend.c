@@ -109,6 +109,10 @@ static int32_t cuda_create(struct fp8moe_context* ctx, const fp8moe_context_args
     if (e == cudaSuccess) e = (cudaError_t)fp8moe_prepare_gemm1();
     if (e == cudaSuccess) e = (cudaError_t)fp8moe_prepare_gemm2();
     if (e == cudaSuccess && impl->compute_capability == 90) e = (cudaError_t)fp8moe_prepare_gemm_sm90(&impl->tma_encode);
+    if (e == cudaSuccess && impl->compute_capability == 90 && impl->tma_encode != NULL)
+      e = (cudaError_t)fp8moe_prepare_gemm2_sm90_clusters(impl->sm_count, &impl->gemm2_clusters);
+    if (e == cudaSuccess && impl->compute_capability == 90 && impl->tma_encode != NULL)
+      e = (cudaError_t)fp8moe_prepare_gemm1_sm90_clusters(impl->sm_count, &impl->gemm1_clusters);
     if (e == cudaSuccess)
       e = (cudaError_t)fp8moe_prepare_gemm_decode(impl->sm_count, &impl->decode_ctas1, &impl->decode_ctas2);
     if (e == cudaSuccess)
@@ -125,7 +129,10 @@ static int32_t cuda_create(struct fp8moe_context* ctx, const fp8moe_context_args
   const fp8moe_sm90_variant sm90 = fp8moe_cuda_plan_context_sm90_variant();
   impl->sm90_loop = sm90.loop;
   impl->decode_prefetch = fp8moe_cuda_plan_context_decode_prefetch();
+  impl->gemm1_order = sm90.gemm1_order;
   impl->gemm2_order = sm90.gemm2_order;
+  if (!sm90.gemm1_cluster) impl->gemm1_clusters = 0; /* the one-CTA GEMMs unless the variant asks for clusters */
+  if (!sm90.gemm2_cluster) impl->gemm2_clusters = 0;
   if (e != cudaSuccess) {
     (void)cudaGetLastError();
     free(impl);

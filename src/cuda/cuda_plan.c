@@ -123,11 +123,15 @@ uint32_t fp8moe_cuda_plan_context_offers(int have_tma_encoder, int have_decode_g
 }
 
 /* The sm90 GEMMs' default variant: the two-accumulator main loop (promotion overlapped with the next stage's
- * wgmmas, 9390648) and GEMM2 tile major (fewer DRAM bytes than column-block major at deepseek-v3 and
- * mixtral-8x7b sizes). The merge that made them the default also made mixtral-8x7b slower; the letters
- * below measure each against its predecessor on one build (docs/GPU.md "Main-loop and item-order switches"
- * has the candidates and their arithmetic). */
-static const fp8moe_sm90_variant k_sm90_default = {FP8MOE_SM90_LOOP_OVERLAP, FP8MOE_GEMM2_ORDER_TILE_MAJOR};
+ * wgmmas, 9390648) and both GEMMs in the grouped item order (docs/GPU.md "Item order": DRAM reads A about
+ * once and each B slice about once per group; the old orders re-read GEMM1's gathered rows once per column
+ * block, 16× at deepseek-v3 and 112× at mixtral-8x7b, and re-stream a mixtral expert's W2 per wave). The
+ * letters below measure each choice against its predecessor on one build (docs/GPU.md "Main-loop and
+ * item-order switches" has the candidates and their arithmetic). */
+/* The 2-CTA cluster kernels (TMA multicast of the weights shared by a pair of items; docs/GPU.md "2-CTA
+ * clusters") are off by default until they have run on a GPU: "m" takes them. */
+static const fp8moe_sm90_variant k_sm90_default = {FP8MOE_SM90_LOOP_OVERLAP, FP8MOE_SM90_ORDER_GROUPED,
+                                                   FP8MOE_SM90_ORDER_GROUPED, 0, 0};
 
 fp8moe_sm90_variant fp8moe_cuda_plan_context_sm90_variant(void) {
   fp8moe_sm90_variant v = k_sm90_default;
@@ -135,8 +139,43 @@ fp8moe_sm90_variant fp8moe_cuda_plan_context_sm90_variant(void) {
   if (sw == NULL) return v;
   if (strchr(sw, 'q') != NULL) v.loop = FP8MOE_SM90_LOOP_SERIAL;
   else if (strchr(sw, 'r') != NULL) v.loop = FP8MOE_SM90_LOOP_EARLY_RELEASE;
-  if (strchr(sw, 'o') != NULL) v.gemm2_order = FP8MOE_GEMM2_ORDER_COLUMN_MAJOR;
+  if (strchr(sw, 'u') != NULL) {
+    v.gemm1_order = FP8MOE_SM90_ORDER_COLUMN_MAJOR;
+    v.gemm2_order = FP8MOE_SM90_ORDER_TILE_MAJOR;
+  }
+  if (strchr(sw, 'o') != NULL) v.gemm2_order = FP8MOE_SM90_ORDER_COLUMN_MAJOR;
+  if (strchr(sw, 'm') != NULL) v.gemm1_cluster = v.gemm2_cluster = 1;
+  if (strchr(sw, 'n') != NULL) v.gemm1_cluster = v.gemm2_cluster = 0;
   return v;
+}
+
+/* The grouped order's group size (docs/GPU.md "Item order"). A group's A rows (G tiles × 64 rows × K bytes)
+ * are read by every column block of the group, G·col_blocks/132 waves of persistent CTAs on an H200, so they
+ * must stay in L2 (50 MB) beside the B slices the waves stream: 8 MiB, a sixth of it. Within a group every
+ * B slice (expert, column block) is read once by all of that expert's tiles in the group, so DRAM reads each
+ * expert's weights about max(1, tiles per expert / G) times, plus once more per expert cut by a group
+ * boundary; larger G reads them fewer times, at more A bytes in L2. The 8 MiB give:
+ * - deepseek-v3 GEMM1 (K = H = 7,168: 448 KiB per tile): G = 18 (4 tiles per expert at T = 8192: W13 about
+ *   1.2× of 7.5 GB, gathered rows once, 0.47 GB; column-block major read those rows 16×: ~15 GB in all);
+ * - deepseek-v3 GEMM2 (K = I = 2,048: 128 KiB): 64, the cap (a wave covers 64 tiles × 2 column blocks);
+ * - mixtral-8x7b GEMM1 (K = 4,096: 256 KiB): 32 = one expert's tiles at T = 8192 (W13 once, 0.94 GB, rows
+ *   once; column-block major: 112 × 67 MB of rows);
+ * - mixtral-8x7b GEMM2 (K = 14,336: 896 KiB): 9 → 8 (W2 4× of 0.47 GB at T = 8192; tile major ~31 waves ×
+ *   one 59 MB expert).
+ * The floor of 8 keeps every wave (132 items) on at most ~17 column blocks; the cap of 64 keeps the groups
+ * of small-K GEMMs from spanning so many experts that a wave's B slices stop being shared. G is even, so the
+ * item pairs (2u, 2u + 1) of GEMM2's 2-CTA cluster kernel are two tiles of one column block everywhere but
+ * in a short last group. */
+static const fp8moe_sm90_group_rule k_sm90_group = {
+    8 << 20, 8, 64, "grouped item order: one group's A rows within a sixth of the H200's 50 MB L2"};
+
+const fp8moe_sm90_group_rule* fp8moe_cuda_plan_sm90_group_rule(void) { return &k_sm90_group; }
+
+int32_t fp8moe_cuda_plan_sm90_group(int64_t k_bytes) {
+  const fp8moe_sm90_group_rule* r = &k_sm90_group;
+  const int64_t per_tile = (int64_t)FP8MOE_GEMM_TILE_M_LARGE * (k_bytes > 0 ? k_bytes : 1);
+  const int64_t g = r->a_bytes / per_tile / 2 * 2; /* even */
+  return (int32_t)(g < r->min_group ? r->min_group : g > r->max_group ? r->max_group : g);
 }
 
 static int rows_aligned16(const fp8moe_view* v) {

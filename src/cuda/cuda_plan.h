@@ -54,18 +54,39 @@ typedef enum fp8moe_m_regime {
 uint32_t fp8moe_cuda_plan_context_offers(int have_tma_encoder, int have_decode_grids, int have_decode_tma_grids);
 
 /* How the sm90 wgmma GEMMs run, one choice per context (kernels/kernels_internal.h): the consumer main loop
- * of both GEMMs and GEMM2's item order. Every variant computes the same bits; they exist to be measured
- * against each other (docs/GPU.md "Main-loop and item-order switches"). */
+ * of both GEMMs and each GEMM's item order. Every variant computes the same bits; they exist to be measured
+ * against each other (docs/GPU.md "Main-loop and item-order switches", "Item order"). */
 typedef struct fp8moe_sm90_variant {
   int32_t loop;        /* FP8MOE_SM90_LOOP_* */
-  int32_t gemm2_order; /* FP8MOE_GEMM2_ORDER_* */
+  int32_t gemm1_order; /* FP8MOE_SM90_ORDER_* */
+  int32_t gemm2_order; /* FP8MOE_SM90_ORDER_* */
+  int32_t gemm1_cluster; /* 1: GEMM1 in 2-CTA clusters with B multicast where the clusters fit the device */
+  int32_t gemm2_cluster; /* the same for GEMM2 */
 } fp8moe_sm90_variant;
 
-/* At context creation: the default variant (data in cuda_plan.c), with each letter FP8MOE_CUDA_GEMM_FALLBACK
- * names switching one choice: "q" the serial (sequential) main loop, "r" the early-release main loop ("q" wins
- * when both are named), "o" GEMM2 column-block major (the other order). Letters of the other switches ("1",
- * "2", "d", "b", "p", "c", "s") leave it. */
+/* At context creation: the default variant (data in cuda_plan.c: both GEMMs grouped), with each letter
+ * FP8MOE_CUDA_GEMM_FALLBACK names switching one choice: "q" the serial (sequential) main loop, "r" the
+ * early-release main loop ("q" wins when both are named), "u" the ungrouped orders of before (GEMM1
+ * column-block major, GEMM2 tile major), "o" GEMM2 column-block major (wins over "u" for GEMM2), "m" both
+ * GEMMs in 2-CTA clusters with TMA multicast of the shared weights, "n" the one-CTA GEMMs (wins over "m").
+ * Letters of the other switches ("1", "2", "d", "b", "p", "c", "s", "f", "h") leave it. */
 fp8moe_sm90_variant fp8moe_cuda_plan_context_sm90_variant(void);
+
+/* The grouped order's tiles per group (FP8MOE_SM90_ORDER_GROUPED): as many 64-row tiles as keep one group's
+ * A rows (group · 64 · K bytes, K = the GEMM's reduction length in bytes: H for GEMM1, I for GEMM2) within
+ * a_bytes, rounded down to even, clamped to [min_group, max_group] (both even). The rule is data (cuda_plan.c
+ * has the arithmetic). */
+typedef struct fp8moe_sm90_group_rule {
+  int64_t a_bytes;   /* L2 bytes one group's A rows may take */
+  int32_t min_group; /* at least this many tiles per group */
+  int32_t max_group; /* at most this many */
+  const char* why;
+} fp8moe_sm90_group_rule;
+
+const fp8moe_sm90_group_rule* fp8moe_cuda_plan_sm90_group_rule(void);
+
+/* Tiles per group for a GEMM reducing over k_bytes (≥ 1); always even, within [min_group, max_group]. */
+int32_t fp8moe_cuda_plan_sm90_group(int64_t k_bytes);
 
 typedef enum fp8moe_gemm_which { FP8MOE_GEMM1 = 1, FP8MOE_GEMM2 = 2 } fp8moe_gemm_which;
 

@@ -249,6 +249,9 @@ static int32_t experts(const fp8moe_cuda_impl* impl, const fp8moe_problem* p, co
   g->tma_encode = impl->tma_encode;
   g->sm90_loop = impl->sm90_loop;
   g->decode_prefetch = impl->decode_prefetch;
+  g->item_order = impl->gemm1_order;
+  g->item_group = fp8moe_cuda_plan_sm90_group(p->H); /* e4m3: K bytes = H */
+  g->max_clusters = impl->gemm1_clusters;
   const uint32_t offers = fp8moe_cuda_plan_offers(p, impl->plan_offers);
   const fp8moe_plan_row* k1 = fp8moe_cuda_plan_pick(FP8MOE_GEMM1, impl->compute_capability, p, offers);
   const fp8moe_plan_row* k2 = fp8moe_cuda_plan_pick(FP8MOE_GEMM2, impl->compute_capability, p, offers);
@@ -326,6 +329,8 @@ static int32_t experts(const fp8moe_cuda_impl* impl, const fp8moe_problem* p, co
   g2.sm90_loop = impl->sm90_loop;
   g2.decode_prefetch = impl->decode_prefetch;
   g2.item_order = impl->gemm2_order;
+  g2.item_group = fp8moe_cuda_plan_sm90_group(p->I);
+  g2.max_clusters = impl->gemm2_clusters;
   if (decode) return check(fp8moe_launch_gemm2_decode(&g2, g->sorted_slots, s), "GEMM2", err);
   if (decode_tma) return check(fp8moe_launch_gemm2_decode_tma(&g2, s), "GEMM2", err);
   return check(k2->kernel == FP8MOE_GEMM_WGMMA_SM90 ? fp8moe_launch_gemm2_sm90(&g2, s) : fp8moe_launch_gemm2(&g2, s),

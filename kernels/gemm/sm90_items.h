@@ -1,0 +1,83 @@
+/* sm90_items.h — the order in which the persistent sm90 wgmma GEMMs (gemm1_wgmma_sm90.cu,
+ * gemm2_wgmma_sm90.cu) walk their (tile, column block) work items: the one mapping from an item number w to
+ * its tile and column block, used by both kernels' producer and consumers (which must agree item by item:
+ * they share a ring of shared-memory stages) and, compiled as C, by the host unit test (test_cuda_plan.c
+ * checks that every order visits each (tile, column block) exactly once for many shapes and groups).
+ * Orders (FP8MOE_SM90_ORDER_*, kernels_internal.h; docs/GPU.md "Item order"):
+ * - TILE_MAJOR: tile w / col_blocks, column block w % col_blocks;
+ * - COLUMN_MAJOR: tile w % tiles, column block w / tiles;
+ * - GROUPED: tiles in groups of `group` consecutive tiles (the last group may be shorter); the items of one
+ *   group come before the next group's, and inside a group column-block major (all the group's tiles of
+ *   column block 0, then of column block 1, ...). A wave of CTAs then touches the A rows of at most about
+ *   `group` tiles and few column blocks' B slices, so DRAM sees A about once and each B slice about once per
+ *   group instead of once per column block (COLUMN_MAJOR re-reads all of A per column block) or once per
+ *   wave (TILE_MAJOR re-streams an expert's B for every wave of its tiles).
+ * Every order is a bijection of [0, tiles·col_blocks) onto the items, so the result never depends on it. */
+#ifndef FP8MOE_KERNELS_SM90_ITEMS_H
+#define FP8MOE_KERNELS_SM90_ITEMS_H
+
+#include <stdint.h>
+
+#include "kernels_internal.h"
+
+#if defined(__CUDACC__)
+#define FP8MOE_ITEMS_FN __host__ __device__ __forceinline__
+#else
+#define FP8MOE_ITEMS_FN static inline
+#endif
+
+typedef struct fp8moe_sm90_item {
+  int32_t tile;      /* 0 .. tiles − 1 */
+  int32_t col_block; /* 0 .. col_blocks − 1 */
+} fp8moe_sm90_item;
+
+/* Item w (0 ≤ w < tiles·col_blocks ≤ INT32_MAX, which the launchers check; tiles, col_blocks ≥ 1) in `order`;
+ * group ≥ 1 (GROUPED only; the launchers refuse group < 1). An order outside FP8MOE_SM90_ORDER_* maps like
+ * TILE_MAJOR (the launchers refuse it). 32-bit arithmetic: the producer threads run in 40 registers. */
+FP8MOE_ITEMS_FN fp8moe_sm90_item fp8moe_sm90_item_of(int32_t w, int32_t tiles, int32_t col_blocks, int32_t order,
+                                                     int32_t group) {
+  fp8moe_sm90_item it;
+  if (order == FP8MOE_SM90_ORDER_COLUMN_MAJOR) {
+    it.tile = w % tiles;
+    it.col_block = w / tiles;
+  } else if (order == FP8MOE_SM90_ORDER_GROUPED) {
+    const int32_t per_group = group * col_blocks; /* the launchers check that it fits */
+    const int32_t g = w / per_group, r = w - g * per_group;
+    const int32_t first = g * group, left = tiles - first;
+    const int32_t in_group = left < group ? left : group; /* the last group may hold fewer tiles */
+    it.tile = first + r % in_group;
+    it.col_block = r / in_group;
+  } else {
+    it.tile = w / col_blocks;
+    it.col_block = w % col_blocks;
+  }
+  return it;
+}
+
+/* The item a CTA takes in unit u of its walk. One CTA per unit (peers = 1): item u. A 2-CTA cluster
+ * (peers = 2; both GEMMs' cluster kernels, docs/GPU.md "2-CTA clusters") takes the item pair (2u, 2u + 1)
+ * per unit, rank r item 2u + r, except that past the last item (an odd count) rank 1 shadows item 2u: it
+ * computes it and stores nothing (store = 0), so both CTAs walk the same stages. Units: ceil(items / peers). */
+typedef struct fp8moe_sm90_unit {
+  int32_t item; /* the item number, for fp8moe_sm90_item_of */
+  int32_t store; /* 0: a shadow item (computed, nothing written) */
+} fp8moe_sm90_unit;
+FP8MOE_ITEMS_FN fp8moe_sm90_unit fp8moe_sm90_unit_item(int32_t u, int32_t items, int32_t peers, uint32_t rank) {
+  const int32_t w = peers * u + (int32_t)rank;
+  fp8moe_sm90_unit r;
+  r.store = w < items;
+  r.item = w < items ? w : peers * u;
+  return r;
+}
+
+/* What the launchers accept: an order of FP8MOE_SM90_ORDER_*, for GROUPED a group of at least 1 tile, and
+ * item numbers (max_tiles · col_blocks, group · col_blocks) that fit the mapping's 32-bit arithmetic. */
+FP8MOE_ITEMS_FN int fp8moe_sm90_order_ok(int32_t order, int32_t group, int64_t max_tiles, int64_t col_blocks) {
+  const int64_t lim = 2147483647;
+  if (max_tiles * col_blocks > lim || (order == FP8MOE_SM90_ORDER_GROUPED && (int64_t)group * col_blocks > lim))
+    return 0;
+  return order == FP8MOE_SM90_ORDER_TILE_MAJOR || order == FP8MOE_SM90_ORDER_COLUMN_MAJOR ||
+         (order == FP8MOE_SM90_ORDER_GROUPED && group >= 1);
+}
+
+#endif /* FP8MOE_KERNELS_SM90_ITEMS_H */
