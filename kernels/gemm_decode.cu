@@ -142,41 +142,12 @@ __device__ __forceinline__ void stream_step(const uint8_t* const (&wp)[NA][2], c
   }
 }
 
-/* This lane's weight rows of one item for the prefetch: fragment t, half r is row p + t·dt + r·dr (without
- * the lane's 16·tq byte offset; dr = 8 rows). dt and dr are the same for every item of a launch, so the next
- * item costs one pointer (NULL: none) instead of 2·NA: the decode kernels run at the register limit of 3 CTAs
- * per SM. */
-struct RowSet {
-  const uint8_t* cur;
-  const uint8_t* next;
-  int64_t dt, dr;
-};
-
-/* L2 prefetch of 128-K blocks [from, to) of this warp's 4·NA weight rows (one 128-byte line per row and
- * block): lane (g, tq) takes the lane's rows g, g + 8 of every fragment and the blocks ≡ tq (mod 4). The
- * register loads of stream_step then find their lines in L2 (or already on the way), so the HBM queue
- * keeps the next step's bytes in flight while this step's MMAs, the warps' reduction and the epilogue run
- * (docs/GPU.md "Decode GEMMs": without it a warp has 256 bytes per thread in flight only between issuing a
- * step's loads and their arrival). */
-template <int NA>
-__device__ __forceinline__ void prefetch_rows(const uint8_t* p, const RowSet& rows, int from, int to) {
-  const int tq = (threadIdx.x % 32) % 4;
-  for (int kb = from + tq; kb < to; kb += 4)
-#pragma unroll
-    for (int t = 0; t < NA; ++t)
-#pragma unroll
-      for (int r = 0; r < 2; ++r) prefetch_l2(p + t * rows.dt + r * rows.dr + static_cast<int64_t>(kb) * kBlockK);
-}
-
 /* This warp's share of K: 128-K blocks [kb0, kb1), two blocks per step when one n8 half is live (256 bytes
- * in flight per thread), one when two are (register budget). With a prefetch distance of D ≥ 1 steps, the
- * step at kb first requests blocks [kb + D·NB, kb + (D+1)·NB) into L2, continuing past kb1 into the same
- * range of the next item (whose own first call then requests only what lies between its first step and
- * its window); D = 0: no prefetch. */
+ * in flight per thread), one when two are (register budget). */
 template <int NA, int NH, bool BLOCK, class WScale, class XScale>
 __device__ __forceinline__ void stream_range(const uint8_t* const (&wp)[NA][2], const uint8_t* const (&xp)[NH],
                                              int kb0, int kb1, WScale wscale, XScale xscale,
-                                             float (&acc)[NA][NH][4], int distance, const RowSet& rows) {
+                                             float (&acc)[NA][NH][4]) {
 #pragma unroll
   for (int t = 0; t < NA; ++t)
 #pragma unroll
@@ -184,27 +155,10 @@ __device__ __forceinline__ void stream_range(const uint8_t* const (&wp)[NA][2], 
 #pragma unroll
       for (int q = 0; q < 4; ++q) acc[t][h][q] = 0.0f;
   constexpr int NB = NH == 1 ? 2 : 1;
-  const int ahead = distance * NB; /* blocks */
-  /* Blocks [kb0 + NB, kb0 + ahead): between the first step (loaded now; the previous item prefetched it)
-   * and the first step's window. Empty for D = 1. */
-  if (distance > 0) prefetch_rows<NA>(rows.cur, rows, kb0 + NB, min(kb0 + ahead, kb1));
   int kb = kb0;
 #pragma unroll 1
-  for (; kb + NB <= kb1; kb += NB) {
-    if (distance > 0) {
-      const int from = kb + ahead;
-      if (from < kb1) prefetch_rows<NA>(rows.cur, rows, from, min(from + NB, kb1));
-      else if (rows.next != nullptr) { /* past this item: the next item's blocks from kb0 + (from − kb1) */
-        const int nf = kb0 + (from - kb1);
-        if (nf < kb1) prefetch_rows<NA>(rows.next, rows, nf, min(nf + NB, kb1));
-      }
-    }
-    stream_step<NA, NH, NB, BLOCK>(wp, xp, kb, wscale, xscale, acc);
-  }
-  if (NB == 2 && kb < kb1) {
-    if (distance > 0 && rows.next != nullptr) prefetch_rows<NA>(rows.next, rows, kb0, min(kb0 + ahead, kb1));
-    stream_step<NA, NH, 1, BLOCK>(wp, xp, kb, wscale, xscale, acc);
-  }
+  for (; kb + NB <= kb1; kb += NB) stream_step<NA, NH, NB, BLOCK>(wp, xp, kb, wscale, xscale, acc);
+  if (NB == 2 && kb < kb1) stream_step<NA, NH, 1, BLOCK>(wp, xp, kb, wscale, xscale, acc);
 }
 
 /* The warps' partial sums: red[warp][fragment][row of the fragment][token]. */
@@ -254,18 +208,6 @@ __device__ __forceinline__ void stage_scales(BlockScales& bs, int kblocks, ActSc
   }
 }
 
-/* This lane's first gate row (fragment 0; up rows are fragment 1) of expert e for intermediate columns
- * [n0, n0 + 16). */
-__device__ __forceinline__ const uint8_t* gemm1_row(const fp8moe_gemm1_args& a, int32_t e, int32_t n0) {
-  const int64_t gate = (a.gate_first ? 0 : a.I) + n0 + (threadIdx.x % 32) / 4;
-  return a.w + static_cast<int64_t>(e) * a.w_stride_e + gate * a.w_stride_n;
-}
-
-__device__ __forceinline__ RowSet gemm1_rows(const fp8moe_gemm1_args& a, int32_t e, int32_t n0, const uint8_t* next) {
-  return {gemm1_row(a, e, n0), next, (a.gate_first ? 1 : -1) * static_cast<int64_t>(a.I) * a.w_stride_n,
-          8 * a.w_stride_n};
-}
-
 struct Smem1 {
   Reduce<2> red;
   BlockScales bs;
@@ -276,7 +218,7 @@ struct Smem1 {
 
 template <int SCALE, int NH>
 __device__ __forceinline__ void gemm1_item(const fp8moe_gemm1_args& a, Smem1& sm, cg::cluster_group& cl, int32_t e,
-                                           int64_t row0, int32_t n0, int parity, const uint8_t* next) {
+                                           int64_t row0, int32_t n0, int parity) {
   const int tid = threadIdx.x, lane = tid % 32, g = lane / 4, tq = lane % 4;
   const int32_t gate_row = (a.gate_first ? 0 : a.I) + n0, up_row = (a.gate_first ? a.I : 0) + n0;
   const int32_t nrow[2] = {gate_row, up_row};
@@ -304,7 +246,7 @@ __device__ __forceinline__ void gemm1_item(const fp8moe_gemm1_args& a, Smem1& sm
   auto xscale = [&](int h, int j, int kb) { return sm.bs.act[8 * h + 2 * tq + j][kb]; };
   float acc[2][NH][4];
   stream_range<2, NH, SCALE == FP8MOE_SCALE_BLOCK>(wp, xp, warp_kb0(kblocks), warp_kb1(kblocks), wscale, xscale,
-                                                   acc, a.decode_prefetch, gemm1_rows(a, e, n0, next));
+                                                   acc);
   stash<2, NH>(sm.red, acc);
   __syncthreads();
 
@@ -388,30 +330,15 @@ __global__ void __cluster_dims__(kCluster, 1, 1) __launch_bounds__(kDecThreads, 
     }
     const int real = __syncthreads_count(slot >= 0);
     const int32_t e = a.tile_expert[tile];
-    const int64_t wn = w + clusters; /* this cluster's next item */
-    const bool more = a.decode_prefetch > 0 && wn < items;
-    const uint8_t* next =
-        more ? gemm1_row(a, a.tile_expert[wn % tiles],
-                         static_cast<int32_t>(wn / tiles) * FP8MOE_GEMM_TILE_N + rank * kCols1)
-             : nullptr;
     if (real > 8)
-      gemm1_item<SCALE, 2>(a, sm, cl, e, row0, n0, parity, next);
+      gemm1_item<SCALE, 2>(a, sm, cl, e, row0, n0, parity);
     else
-      gemm1_item<SCALE, 1>(a, sm, cl, e, row0, n0, parity, next);
+      gemm1_item<SCALE, 1>(a, sm, cl, e, row0, n0, parity);
   }
   cl.sync(); /* no CTA leaves while another may still read its amax */
 }
 
 /* ------------------------------------------------------------------------------------------------ GEMM2 */
-/* This lane's first row of expert e for output columns [n0, n0 + 32) (fragment t holds n0 + 16t …). */
-__device__ __forceinline__ const uint8_t* gemm2_row(const fp8moe_gemm2_args& a, int32_t e, int32_t n0) {
-  return a.w + static_cast<int64_t>(e) * a.w_stride_e + (static_cast<int64_t>(n0) + (threadIdx.x % 32) / 4) * a.w_stride_n;
-}
-
-__device__ __forceinline__ RowSet gemm2_rows(const fp8moe_gemm2_args& a, int32_t e, int32_t n0, const uint8_t* next) {
-  return {gemm2_row(a, e, n0), next, 16 * a.w_stride_n, 8 * a.w_stride_n};
-}
-
 struct Smem2 {
   Reduce<2> red;
   BlockScales bs;
@@ -419,7 +346,7 @@ struct Smem2 {
 
 template <int SCALE, int NH>
 __device__ __forceinline__ void gemm2_item(const fp8moe_gemm2_args& a, Smem2& sm, int32_t e, int64_t row0,
-                                           int32_t n0, const uint8_t* next) {
+                                           int32_t n0) {
   const int tid = threadIdx.x, lane = tid % 32, g = lane / 4, tq = lane % 4;
   const uint8_t* we = a.w + static_cast<int64_t>(e) * a.w_stride_e;
   const uint8_t* wp[2][2];
@@ -441,7 +368,7 @@ __device__ __forceinline__ void gemm2_item(const fp8moe_gemm2_args& a, Smem2& sm
   auto xscale = [&](int h, int j, int kb) { return sm.bs.act[8 * h + 2 * tq + j][kb]; };
   float acc[2][NH][4];
   stream_range<2, NH, SCALE == FP8MOE_SCALE_BLOCK>(wp, xp, warp_kb0(kblocks), warp_kb1(kblocks), wscale, xscale,
-                                                   acc, a.decode_prefetch, gemm2_rows(a, e, n0, next));
+                                                   acc);
   stash<2, NH>(sm.red, acc);
   __syncthreads();
 
@@ -497,14 +424,10 @@ __global__ void __launch_bounds__(kDecThreads, FP8MOE_DECODE_CTAS_PER_SM)
     __syncthreads(); /* the previous item is done with red */
     const int real = __syncthreads_count(threadIdx.x < kRows && sorted_slots[row0 + threadIdx.x] >= 0);
     const int32_t e = a.tile_expert[tile];
-    const int64_t wn = w + gridDim.x; /* this CTA's next item */
-    const bool more = a.decode_prefetch > 0 && wn < items;
-    const uint8_t* next =
-        more ? gemm2_row(a, a.tile_expert[wn % tiles], static_cast<int32_t>(wn / tiles) * kCols2) : nullptr;
     if (real > 8)
-      gemm2_item<SCALE, 2>(a, sm, e, row0, n0, next);
+      gemm2_item<SCALE, 2>(a, sm, e, row0, n0);
     else
-      gemm2_item<SCALE, 1>(a, sm, e, row0, n0, next);
+      gemm2_item<SCALE, 1>(a, sm, e, row0, n0);
   }
 }
 

@@ -199,7 +199,6 @@ typedef struct fp8moe_gemm1_args {
   int32_t E_local;             /* experts in w (the sm90 kernel's tensor map spans them) */
   void* tma_encode;            /* sm90 only: the driver's cuTensorMapEncodeTiled (fp8moe_prepare_gemm_sm90) */
   int32_t sm90_loop;           /* sm90 only: FP8MOE_SM90_LOOP_* */
-  int32_t decode_prefetch;     /* register-path decode GEMMs only: L2 prefetch distance in K steps (0: none) */
   int32_t item_order;          /* sm90 only: FP8MOE_SM90_ORDER_* */
   int32_t item_group;          /* sm90 only, GROUPED: tiles per group (≥ 1; the plan's, cuda_plan.c) */
   int32_t max_clusters;        /* sm90 only: > 0 runs the 2-CTA cluster kernel (W13 boxes multicast to both
@@ -252,7 +251,6 @@ typedef struct fp8moe_gemm2_args {
   int32_t max_clusters;        /* sm90 only: > 0 runs the 2-CTA cluster kernel (B multicast to both CTAs of a
                                   pair of items of one column block and expert) on at most this many
                                   clusters (fp8moe_prepare_gemm2_sm90_clusters); 0 the one-CTA kernel */
-  int32_t decode_prefetch;     /* register-path decode GEMMs only: as fp8moe_gemm1_args */
 } fp8moe_gemm2_args;
 int fp8moe_launch_gemm2(const fp8moe_gemm2_args* a, cudaStream_t stream);
 int fp8moe_prepare_gemm2(void); /* as fp8moe_prepare_gemm1 */

@@ -238,26 +238,6 @@ static int clusters_are(int32_t on) {
   return v.gemm1_cluster == on && v.gemm2_cluster == on;
 }
 
-/* The decode GEMMs' L2 prefetch distance: 1 step by default, 0 with "f", 2 with "h" ("f" wins); the other
- * switches leave it, and these letters leave every other offer. */
-static void decode_prefetch(void) {
-  unsetenv("FP8MOE_CUDA_GEMM_FALLBACK");
-  EXPECT(fp8moe_cuda_plan_context_decode_prefetch() == 1, "default: one step ahead");
-  const uint32_t dflt = fp8moe_cuda_plan_context_offers(1, 1, 1);
-  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "12dbpcsqroumn", 1);
-  EXPECT(fp8moe_cuda_plan_context_decode_prefetch() == 1, "FALLBACK=12dbpcsqroumn: distance untouched");
-  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "f", 1);
-  EXPECT(fp8moe_cuda_plan_context_decode_prefetch() == 0, "FALLBACK=f: no prefetch");
-  EXPECT(fp8moe_cuda_plan_context_offers(1, 1, 1) == dflt && fp8moe_cuda_plan_context_permute_chunks() &&
-             fp8moe_cuda_plan_context_prologue() == (FP8MOE_PROLOGUE_CLUSTER | FP8MOE_PROLOGUE_BLOCK),
-         "FALLBACK=f: every offer as by default");
-  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "h", 1);
-  EXPECT(fp8moe_cuda_plan_context_decode_prefetch() == 2, "FALLBACK=h: two steps ahead");
-  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "hf", 1);
-  EXPECT(fp8moe_cuda_plan_context_decode_prefetch() == 0, "FALLBACK=hf: f wins");
-  unsetenv("FP8MOE_CUDA_GEMM_FALLBACK");
-}
-
 static void sm90_variants(void) {
   const int32_t overlap = FP8MOE_SM90_LOOP_OVERLAP, serial = FP8MOE_SM90_LOOP_SERIAL;
   const int32_t early = FP8MOE_SM90_LOOP_EARLY_RELEASE, grouped = FP8MOE_SM90_ORDER_GROUPED;
@@ -510,7 +490,6 @@ int main(void) {
   picks();
   environment_switch();
   sm90_variants();
-  decode_prefetch();
   sm90_group();
   sm90_item_orders();
   prologue_rule();

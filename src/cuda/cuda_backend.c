@@ -128,7 +128,6 @@ static int32_t cuda_create(struct fp8moe_context* ctx, const fp8moe_context_args
   impl->permute_chunks = fp8moe_cuda_plan_context_permute_chunks();
   const fp8moe_sm90_variant sm90 = fp8moe_cuda_plan_context_sm90_variant();
   impl->sm90_loop = sm90.loop;
-  impl->decode_prefetch = fp8moe_cuda_plan_context_decode_prefetch();
   impl->gemm1_order = sm90.gemm1_order;
   impl->gemm2_order = sm90.gemm2_order;
   if (!sm90.gemm1_cluster) impl->gemm1_clusters = 0; /* the one-CTA GEMMs unless the variant asks for clusters */

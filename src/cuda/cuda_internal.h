@@ -31,7 +31,6 @@ typedef struct fp8moe_cuda_impl {
   int32_t gemm1_clusters, gemm2_clusters; /* 2-CTA clusters of the sm90 GEMM1 / GEMM2 resident at once where
                                              the variant takes the cluster kernels (fp8moe_prepare_gemm{1,2}_
                                              sm90_clusters); 0: the one-CTA kernel */
-  int32_t decode_prefetch;    /* fp8moe_cuda_plan_context_decode_prefetch, fixed at creation */
 } fp8moe_cuda_impl;
 
 /* Byte offsets of the workspace slices; a slice a problem does not need has size 0 (offset unused). */

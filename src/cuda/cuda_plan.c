@@ -276,15 +276,3 @@ int fp8moe_cuda_plan_context_permute_chunks(void) {
   const char* off = getenv("FP8MOE_CUDA_GEMM_FALLBACK");
   return off == NULL || strchr(off, 's') == NULL;
 }
-
-/* One step ahead: with the step being loaded into registers, two steps of each warp's weight rows are in
- * flight (64 KB per CTA, ~25 MB over 396 CTAs: half the L2), and the HBM queue stays fed across the warps'
- * reduction, the epilogue and item changes (docs/GPU.md "Decode GEMMs"). */
-static const int32_t k_decode_prefetch = 1;
-
-int32_t fp8moe_cuda_plan_context_decode_prefetch(void) {
-  const char* sw = getenv("FP8MOE_CUDA_GEMM_FALLBACK");
-  if (sw != NULL && strchr(sw, 'f') != NULL) return 0;
-  if (sw != NULL && strchr(sw, 'h') != NULL) return 2;
-  return k_decode_prefetch;
-}

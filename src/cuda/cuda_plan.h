@@ -69,7 +69,7 @@ typedef struct fp8moe_sm90_variant {
  * early-release main loop ("q" wins when both are named), "u" the ungrouped orders of before (GEMM1
  * column-block major, GEMM2 tile major), "o" GEMM2 column-block major (wins over "u" for GEMM2), "m" both
  * GEMMs in 2-CTA clusters with TMA multicast of the shared weights, "n" the one-CTA GEMMs (wins over "m").
- * Letters of the other switches ("1", "2", "d", "b", "p", "c", "s", "f", "h") leave it. */
+ * Letters of the other switches ("1", "2", "d", "b", "p", "c", "s") leave it. */
 fp8moe_sm90_variant fp8moe_cuda_plan_context_sm90_variant(void);
 
 /* The grouped order's tiles per group (FP8MOE_SM90_ORDER_GROUPED): as many 64-row tiles as keep one group's
@@ -168,10 +168,5 @@ int32_t fp8moe_cuda_plan_permute_chunk(const fp8moe_problem* p);
 /* At context creation: 1 unless FP8MOE_CUDA_GEMM_FALLBACK names "s" (then the one-block permutation at every
  * T·K: the A/B switch for measuring the two paths; the workspace keeps the chunk counters either way). */
 int fp8moe_cuda_plan_context_permute_chunks(void);
-
-/* At context creation: the register-path decode GEMMs' L2 prefetch distance in K steps (kernels/gemm_decode.cu
- * stream_range): 1, or 0 where FP8MOE_CUDA_GEMM_FALLBACK names "f" (no prefetch), 2 where it names "h" (two
- * steps ahead; "f" wins); the A/B switch for measuring it. */
-int32_t fp8moe_cuda_plan_context_decode_prefetch(void);
 
 #endif /* FP8MOE_CUDA_PLAN_H */

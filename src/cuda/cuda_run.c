@@ -248,7 +248,6 @@ static int32_t experts(const fp8moe_cuda_impl* impl, const fp8moe_problem* p, co
   g->E_local = p->E_local;
   g->tma_encode = impl->tma_encode;
   g->sm90_loop = impl->sm90_loop;
-  g->decode_prefetch = impl->decode_prefetch;
   g->item_order = impl->gemm1_order;
   g->item_group = fp8moe_cuda_plan_sm90_group(p->H); /* e4m3: K bytes = H */
   g->max_clusters = impl->gemm1_clusters;
@@ -327,7 +326,6 @@ static int32_t experts(const fp8moe_cuda_impl* impl, const fp8moe_problem* p, co
   g2.E_local = p->E_local;
   g2.tma_encode = impl->tma_encode;
   g2.sm90_loop = impl->sm90_loop;
-  g2.decode_prefetch = impl->decode_prefetch;
   g2.item_order = impl->gemm2_order;
   g2.item_group = fp8moe_cuda_plan_sm90_group(p->I);
   g2.max_clusters = impl->gemm2_clusters;
