@@ -145,32 +145,13 @@ static void picks(void) {
   wide.geom = *fp8moe_contract_quant_geometry(FP8MOE_QUANT_FP8_BLOCK128);
   EXPECT(kernel_of(FP8MOE_GEMM1, 90, &wide, dec) == FP8MOE_GEMM_MMA_SYNC,
          "block scales with 129 K blocks: beyond the decode kernels' scale staging");
-  const uint32_t tma = dec | FP8MOE_PLAN_NEEDS_DECODE_TMA_GRIDS;
-  EXPECT(kernel_of(FP8MOE_GEMM1, 90, &wide, tma) == FP8MOE_GEMM_MMA_SYNC,
-         "block scales with 129 K blocks: beyond the bulk-copy kernels' scale staging too");
   wide.quant_format = FP8MOE_QUANT_FP8_PER_TENSOR;
   wide.geom = *fp8moe_contract_quant_geometry(FP8MOE_QUANT_FP8_PER_TENSOR);
   EXPECT(kernel_of(FP8MOE_GEMM1, 90, &wide, dec) == FP8MOE_GEMM_DECODE, "per-tensor: no scale staging limit");
-  EXPECT(kernel_of(FP8MOE_GEMM1, 90, &wide, tma) == FP8MOE_GEMM_DECODE_TMA &&
-             kernel_of(FP8MOE_GEMM2, 90, &wide, tma) == FP8MOE_GEMM_DECODE_TMA,
-         "per-tensor, bulk-copy grids: the bulk-copy pair");
-  /* The bulk-copy pair: ahead of the register path wherever its grids fit, under the same shape needs. */
-  EXPECT(kernel_of(FP8MOE_GEMM1, 90, &one, tma) == FP8MOE_GEMM_DECODE_TMA &&
-             kernel_of(FP8MOE_GEMM2, 90, &one, tma) == FP8MOE_GEMM_DECODE_TMA,
-         "T=1, both decode kinds offered: the bulk-copy pair");
-  EXPECT(kernel_of(FP8MOE_GEMM1, 90, &one, all | FP8MOE_PLAN_NEEDS_DECODE_TMA_GRIDS) == FP8MOE_GEMM_DECODE_TMA &&
-             kernel_of(FP8MOE_GEMM2, 90, &one, all | FP8MOE_PLAN_NEEDS_DECODE_TMA_GRIDS) == FP8MOE_GEMM_DECODE_TMA,
-         "T=1, only the bulk-copy grids fit: the bulk-copy pair");
-  EXPECT(kernel_of(FP8MOE_GEMM1, 90, &eight, tma) == FP8MOE_GEMM_DECODE_TMA &&
-             kernel_of(FP8MOE_GEMM2, 100, &eight, tma) == FP8MOE_GEMM_DECODE_TMA,
-         "T=8: the bulk-copy pair, also after 9.0 (sm_90 code, no sm_90a)");
-  EXPECT(kernel_of(FP8MOE_GEMM1, 90, &t32, tma) == FP8MOE_GEMM_MMA_SYNC, "T=32 (SMALL): mma.sync");
-  EXPECT(kernel_of(FP8MOE_GEMM1, 89, &one, tma) == FP8MOE_GEMM_MMA_SYNC, "cc 8.9: mma.sync");
-  EXPECT(kernel_of(FP8MOE_GEMM1, 90, &mis, tma) == FP8MOE_GEMM_MMA_SYNC &&
-             kernel_of(FP8MOE_GEMM2, 90, &mis, tma) == FP8MOE_GEMM_MMA_SYNC,
-         "8-byte aligned weights: no bulk copies, mma.sync pair");
-  /* The shapes of test_gpu_sweep's decode rows (T, H, I, E, K), in every format: the register pair, and the
-   * bulk-copy pair where offered, so the sweep's default and "b" contexts run one kind each there. */
+  EXPECT(kernel_of(FP8MOE_GEMM2, 100, &eight, dec) == FP8MOE_GEMM_DECODE,
+         "T=8: the decode pair also after 9.0 (sm_90 code, no sm_90a)");
+  /* The shapes of test_gpu_sweep's decode rows (T, H, I, E, K), in every format: the decode pair, so the
+   * sweep runs it there. */
   const int64_t sweep[3][5] = {{12, 384, 256, 64, 2}, {16, 256, 384, 128, 4}, {2, 2304, 640, 8, 2}};
   const int32_t formats[3] = {FP8MOE_QUANT_FP8_PER_TENSOR, FP8MOE_QUANT_FP8_BLOCK128, FP8MOE_QUANT_FP8_PER_CHANNEL};
   for (int i = 0; i < 3; ++i)
@@ -179,11 +160,9 @@ static void picks(void) {
                                  0x10000);
       d.quant_format = formats[f];
       d.geom = *fp8moe_contract_quant_geometry(formats[f]);
-      EXPECT(kernel_of(FP8MOE_GEMM1, 90, &d, tma) == FP8MOE_GEMM_DECODE_TMA &&
-                 kernel_of(FP8MOE_GEMM2, 90, &d, tma) == FP8MOE_GEMM_DECODE_TMA &&
-                 kernel_of(FP8MOE_GEMM1, 90, &d, dec) == FP8MOE_GEMM_DECODE,
-             "sweep decode row T=%lld H=%lld I=%lld E=%lld K=%lld format %d: bulk-copy pair where offered "
-             "(FALLBACK=b), else the register pair",
+      EXPECT(kernel_of(FP8MOE_GEMM1, 90, &d, dec) == FP8MOE_GEMM_DECODE &&
+                 kernel_of(FP8MOE_GEMM2, 90, &d, dec) == FP8MOE_GEMM_DECODE,
+             "sweep decode row T=%lld H=%lld I=%lld E=%lld K=%lld format %d: the decode pair",
              (long long)sweep[i][0], (long long)sweep[i][1], (long long)sweep[i][2], (long long)sweep[i][3],
              (long long)sweep[i][4], (int)formats[f]);
     }
@@ -192,35 +171,20 @@ static void picks(void) {
 static void environment_switch(void) {
   unsetenv("FP8MOE_CUDA_GEMM_FALLBACK");
   const uint32_t sm90 = FP8MOE_PLAN_NEEDS_SM90_GEMM1 | FP8MOE_PLAN_NEEDS_SM90_GEMM2;
-  const uint32_t decs = FP8MOE_PLAN_NEEDS_DECODE_GRIDS | FP8MOE_PLAN_NEEDS_DECODE_TMA_GRIDS;
-  uint32_t o = fp8moe_cuda_plan_context_offers(1, 1, 1);
-  const uint32_t reg = FP8MOE_PLAN_NEEDS_DECODE_GRIDS;
-  EXPECT(o == (FP8MOE_PLAN_NEEDS_TMA_ENC | sm90 | reg), "default context offers 0x%x (no bulk-copy pair)",
-         (unsigned)o);
-  EXPECT(fp8moe_cuda_plan_context_offers(0, 1, 1) == (sm90 | reg), "no encoder: no TMA_ENC");
-  EXPECT(fp8moe_cuda_plan_context_offers(1, 0, 1) == (FP8MOE_PLAN_NEEDS_TMA_ENC | sm90),
-         "no register-path decode grids, bulk-copy not asked for: no decode pair");
-  EXPECT(fp8moe_cuda_plan_context_offers(1, 1, 0) == (FP8MOE_PLAN_NEEDS_TMA_ENC | sm90 | reg),
-         "no bulk-copy decode grids");
-  EXPECT(fp8moe_cuda_plan_context_offers(1, 0, 0) == (FP8MOE_PLAN_NEEDS_TMA_ENC | sm90), "no decode grids");
+  const uint32_t decs = FP8MOE_PLAN_NEEDS_DECODE_GRIDS;
+  uint32_t o = fp8moe_cuda_plan_context_offers(1, 1);
+  EXPECT(o == (FP8MOE_PLAN_NEEDS_TMA_ENC | sm90 | decs), "default context offers 0x%x", (unsigned)o);
+  EXPECT(fp8moe_cuda_plan_context_offers(0, 1) == (sm90 | decs), "no encoder: no TMA_ENC");
+  EXPECT(fp8moe_cuda_plan_context_offers(1, 0) == (FP8MOE_PLAN_NEEDS_TMA_ENC | sm90), "no decode grids");
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "2", 1);
-  o = fp8moe_cuda_plan_context_offers(1, 1, 1);
-  EXPECT((o & FP8MOE_PLAN_NEEDS_SM90_GEMM1) && !(o & FP8MOE_PLAN_NEEDS_SM90_GEMM2) && (o & decs) == reg,
+  o = fp8moe_cuda_plan_context_offers(1, 1);
+  EXPECT((o & FP8MOE_PLAN_NEEDS_SM90_GEMM1) && !(o & FP8MOE_PLAN_NEEDS_SM90_GEMM2) && (o & decs) == decs,
          "FALLBACK=2: 0x%x", (unsigned)o);
-  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "b", 1);
-  o = fp8moe_cuda_plan_context_offers(1, 1, 1);
-  EXPECT((o & sm90) == sm90 && (o & decs) == decs, "FALLBACK=b: both decode kinds (the bulk-copy pair first): 0x%x",
-         (unsigned)o);
-  EXPECT(fp8moe_cuda_plan_context_offers(1, 1, 0) == (FP8MOE_PLAN_NEEDS_TMA_ENC | sm90 | reg),
-         "FALLBACK=b, no bulk-copy grids: the register pair");
-  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "bd", 1);
-  o = fp8moe_cuda_plan_context_offers(1, 1, 1);
-  EXPECT((o & decs) == 0, "FALLBACK=bd: d wins, neither decode kind: 0x%x", (unsigned)o);
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "d", 1);
-  o = fp8moe_cuda_plan_context_offers(1, 1, 1);
+  o = fp8moe_cuda_plan_context_offers(1, 1);
   EXPECT((o & sm90) == sm90 && (o & decs) == 0, "FALLBACK=d: neither decode kind: 0x%x", (unsigned)o);
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "12d", 1);
-  o = fp8moe_cuda_plan_context_offers(1, 1, 1);
+  o = fp8moe_cuda_plan_context_offers(1, 1);
   EXPECT(!(o & (sm90 | decs)), "FALLBACK=12d: 0x%x", (unsigned)o);
   unsetenv("FP8MOE_CUDA_GEMM_FALLBACK");
 }
@@ -265,7 +229,7 @@ static void sm90_variants(void) {
   const uint32_t sm90 = FP8MOE_PLAN_NEEDS_SM90_GEMM1 | FP8MOE_PLAN_NEEDS_SM90_GEMM2;
   const uint32_t all_prologues = FP8MOE_PROLOGUE_CLUSTER | FP8MOE_PROLOGUE_BLOCK;
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "qroumn", 1);
-  EXPECT((fp8moe_cuda_plan_context_offers(1, 1, 1) & sm90) == sm90 &&
+  EXPECT((fp8moe_cuda_plan_context_offers(1, 1) & sm90) == sm90 &&
              fp8moe_cuda_plan_context_prologue() == all_prologues && fp8moe_cuda_plan_context_permute_chunks(),
          "FALLBACK=qroumn: both sm90 GEMMs, both prologues and the chunked permutation still offered");
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "q", 1);

@@ -331,32 +331,8 @@ static void decode_rows_on(suite* s, const char* tag) {
   }
 }
 
-/* The decode rows on the default context (the register-path pair) and on one created with
- * FP8MOE_CUDA_GEMM_FALLBACK=b (the opt-in bulk-copy pair wherever its grids fit), so one run checks both kinds
- * against the CPU. */
-static void decode_rows(suite* s) {
-  decode_rows_on(s, "decode");
-  const char* prev = getenv("FP8MOE_CUDA_GEMM_FALLBACK");
-  char keep[64];
-  snprintf(keep, sizeof keep, "%s", prev ? prev : "");
-  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "b", 1); /* read at context creation only */
-  fp8moe_context_args ca;
-  memset(&ca, 0, sizeof ca);
-  ca.struct_size = sizeof ca;
-  ca.backend = FP8MOE_BACKEND_CUDA;
-  fp8moe_context* bulk = NULL;
-  const int32_t st = s->tp.api->context_create(&ca, &bulk);
-  if (prev) setenv("FP8MOE_CUDA_GEMM_FALLBACK", keep, 1);
-  else unsetenv("FP8MOE_CUDA_GEMM_FALLBACK");
-  ++s->checks;
-  CHECK(st == FP8MOE_STATUS_OK, "context_create (FP8MOE_CUDA_GEMM_FALLBACK=b): status %d", (int)st);
-  if (st != FP8MOE_STATUS_OK) return;
-  fp8moe_context* dflt = s->gpu;
-  s->gpu = bulk;
-  decode_rows_on(s, "decode-bulk");
-  s->gpu = dflt;
-  s->tp.api->context_destroy(bulk);
-}
+/* The decode rows on the default context (the register-path decode pair). */
+static void decode_rows(suite* s) { decode_rows_on(s, "decode"); }
 
 /* docs/TESTING.md 11: PRECOMPUTED with an out-of-range id: the GPU skips and counts it; the CPU oracle gets the
  * same slots as weight-0 in-range ids, which contribute exactly nothing. */

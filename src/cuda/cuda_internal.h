@@ -24,7 +24,6 @@ typedef struct fp8moe_cuda_impl {
   void* tma_encode;           /* the driver's cuTensorMapEncodeTiled, or NULL (then no TMA plan rows) */
   uint32_t plan_offers;       /* fp8moe_cuda_plan_context_offers, fixed at creation */
   int32_t decode_ctas1, decode_ctas2; /* resident grids of the decode GEMMs (0: not usable here) */
-  int32_t decode_tma_ctas1, decode_tma_ctas2; /* the same for the bulk-copy decode GEMMs */
   uint32_t prologue;          /* the small-T prologue variants offered (FP8MOE_PROLOGUE_* mask, cuda_plan.h) */
   int32_t permute_chunks;     /* fp8moe_cuda_plan_context_permute_chunks: the chunked permutation is allowed */
   int32_t sm90_loop, gemm1_order, gemm2_order; /* fp8moe_cuda_plan_context_sm90_variant, fixed at creation */

@@ -8,7 +8,6 @@
 #include <stddef.h>
 
 #include "gemm_decode.h"
-#include "gemm_decode_tma.h"
 #include "kernels_internal.h"
 #include <stdlib.h>
 #include <string.h>
@@ -20,18 +19,13 @@
 #define ON1 FP8MOE_PLAN_NEEDS_SM90_GEMM1
 #define ON2 FP8MOE_PLAN_NEEDS_SM90_GEMM2
 #define DEC (FP8MOE_PLAN_NEEDS_DECODE_GRIDS | FP8MOE_PLAN_NEEDS_DECODE_SHAPES)
-#define DEC_TMA (FP8MOE_PLAN_NEEDS_DECODE_TMA_GRIDS | FP8MOE_PLAN_NEEDS_DECODE_SHAPES)
 
 static const fp8moe_plan_row k_rows[] = {
     /* gemm, cc range, regime, kernel, tile_m, stages, needs, why */
     /* Each pair of decode rows has the same needs, so a pair is always picked together (GEMM2 skips the
-     * padding half of a tile that only a decode GEMM1 leaves unwritten). The bulk-copy pair comes first; the
-     * register-path pair is measured on an H200 (docs/PERFORMANCE.md): ahead of mma.sync at 0.03–0.5 rows
-     * per expert, behind from about one row per expert. */
-    {FP8MOE_GEMM1, 90, 999, FP8MOE_M_TINY, FP8MOE_GEMM_DECODE_TMA, 16, FP8MOE_DECODE_TMA_STAGES, DEC_TMA,
-     "decode, ≤ ½ row/expert: swap-AB, weights by cp.async.bulk into a shared ring across items, clusters of 8"},
-    {FP8MOE_GEMM2, 90, 999, FP8MOE_M_TINY, FP8MOE_GEMM_DECODE_TMA, 16, FP8MOE_DECODE_TMA_STAGES, DEC_TMA,
-     "decode, ≤ ½ row/expert: swap-AB, weights by cp.async.bulk into a shared ring, 32 columns per CTA"},
+     * padding half of a tile that only a decode GEMM1 leaves unwritten). Measured on an H200
+     * (docs/PERFORMANCE.md): ahead of mma.sync at 0.03–0.5 rows per expert, behind from about one row per
+     * expert. A bulk-copy (cp.async.bulk ring) kind was slower and racecheck flagged it: removed (docs/GPU.md). */
     {FP8MOE_GEMM1, 90, 999, FP8MOE_M_TINY, FP8MOE_GEMM_DECODE, 16, 0, DEC,
      "decode, ≤ ½ row/expert: swap-AB weight streaming, 16 gate + 16 up rows per CTA, clusters of 8"},
     {FP8MOE_GEMM2, 90, 999, FP8MOE_M_TINY, FP8MOE_GEMM_DECODE, 16, 0, DEC,
@@ -107,18 +101,13 @@ static int tma_ok(const fp8moe_view* w) {
          w->strides[0] % 16 == 0 && w->strides[1] >= k && w->strides[0] >= n * w->strides[1];
 }
 
-uint32_t fp8moe_cuda_plan_context_offers(int have_tma_encoder, int have_decode_grids, int have_decode_tma_grids) {
+uint32_t fp8moe_cuda_plan_context_offers(int have_tma_encoder, int have_decode_grids) {
   uint32_t o = have_tma_encoder ? FP8MOE_PLAN_NEEDS_TMA_ENC : 0u;
   const char* off = getenv("FP8MOE_CUDA_GEMM_FALLBACK");
   const int decode_off = off != NULL && strchr(off, 'd') != NULL;
   if (off == NULL || strchr(off, '1') == NULL) o |= FP8MOE_PLAN_NEEDS_SM90_GEMM1;
   if (off == NULL || strchr(off, '2') == NULL) o |= FP8MOE_PLAN_NEEDS_SM90_GEMM2;
   if (have_decode_grids && !decode_off) o |= FP8MOE_PLAN_NEEDS_DECODE_GRIDS;
-  /* The bulk-copy decode pair is opt-in ("b"): on the H200 (8219c29, docs/PERFORMANCE.md) it was slower than
-   * the register path at every decode point but qwen3-30b-a3b per-tensor T = 1 (deepseek-v3 block T = 1 GEMM1
-   * 106 vs 86 µs, T = 8 466 vs 384 µs). It stays built and tested for the A/B. */
-  if (have_decode_tma_grids && !decode_off && off != NULL && strchr(off, 'b') != NULL)
-    o |= FP8MOE_PLAN_NEEDS_DECODE_TMA_GRIDS;
   return o;
 }
 

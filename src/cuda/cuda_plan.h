@@ -15,8 +15,7 @@
 typedef enum fp8moe_gemm_kernel {
   FP8MOE_GEMM_MMA_SYNC = 0,   /* mma.sync m16n8k32 e4m3, cp.async, any sm_89+ (gemm{1,2}_mma.cu) */
   FP8MOE_GEMM_WGMMA_SM90 = 1, /* wgmma m64n128k32 e4m3 + TMA, warp-specialized, sm_90a only (gemm{1,2}_wgmma_sm90.cu) */
-  FP8MOE_GEMM_DECODE = 2,     /* swap-AB weight streaming into mma.sync fragments, clusters (gemm_decode.cu) */
-  FP8MOE_GEMM_DECODE_TMA = 3  /* the same, weights through a cp.async.bulk shared-memory ring (gemm_decode_tma.cu) */
+  FP8MOE_GEMM_DECODE = 2      /* swap-AB weight streaming into mma.sync fragments, clusters (gemm_decode.cu) */
 } fp8moe_gemm_kernel;
 
 /* M regimes by the average routed rows per expert T·K/E: at most one half is TINY (most experts get no row,
@@ -42,16 +41,12 @@ typedef enum fp8moe_m_regime {
                                               FP8MOE_CUDA_GEMM_FALLBACK does not name them ("d") */
 #define FP8MOE_PLAN_NEEDS_DECODE_SHAPES 128u /* 16-byte aligned weight rows (and e4m3 hidden rows), and with
                                                 block scales at most FP8MOE_DECODE_MAX_KBLOCKS along H and I */
-#define FP8MOE_PLAN_NEEDS_DECODE_TMA_GRIDS 256u /* the bulk-copy decode GEMMs' grids fit this device (context
-                                                   creation), and FP8MOE_CUDA_GEMM_FALLBACK names "b" (opt-in)
-                                                   and not "d" */
 
 /* Context-level offers, decided once at context creation: TMA_ENC when the encoder was found, DECODE_GRIDS
- * and DECODE_TMA_GRIDS when the register-path and the bulk-copy decode GEMMs' grids fit, and SM90_GEMM1/2
- * (DECODE_GRIDS) unless the environment variable FP8MOE_CUDA_GEMM_FALLBACK names that GEMM ("1", "2", "d" for
- * both decode kinds, or any mix: those rows give way to the next ones; a diagnostic and A/B switch, read only
- * here). DECODE_TMA_GRIDS only where it names "b": the bulk-copy decode pair is opt-in (slower on the H200). */
-uint32_t fp8moe_cuda_plan_context_offers(int have_tma_encoder, int have_decode_grids, int have_decode_tma_grids);
+ * when the decode GEMMs' grids fit, and SM90_GEMM1/2 (DECODE_GRIDS) unless the environment variable
+ * FP8MOE_CUDA_GEMM_FALLBACK names that GEMM ("1", "2", "d" for the decode pair, or any mix: those rows give
+ * way to the next ones; a diagnostic and A/B switch, read only here). */
+uint32_t fp8moe_cuda_plan_context_offers(int have_tma_encoder, int have_decode_grids);
 
 /* How the sm90 wgmma GEMMs run, one choice per context (kernels/kernels_internal.h): the consumer main loop
  * of both GEMMs and each GEMM's item order. Every variant computes the same bits; they exist to be measured
@@ -69,7 +64,7 @@ typedef struct fp8moe_sm90_variant {
  * early-release main loop ("q" wins when both are named), "u" the ungrouped orders of before (GEMM1
  * column-block major, GEMM2 tile major), "o" GEMM2 column-block major (wins over "u" for GEMM2), "m" both
  * GEMMs in 2-CTA clusters with TMA multicast of the shared weights, "n" the one-CTA GEMMs (wins over "m").
- * Letters of the other switches ("1", "2", "d", "b", "p", "c", "s") leave it. */
+ * Letters of the other switches ("1", "2", "d", "p", "c", "s") leave it. */
 fp8moe_sm90_variant fp8moe_cuda_plan_context_sm90_variant(void);
 
 /* The grouped order's tiles per group (FP8MOE_SM90_ORDER_GROUPED): as many 64-row tiles as keep one group's

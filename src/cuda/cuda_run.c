@@ -9,7 +9,6 @@
 #include "cuda_internal.h"
 #include "cuda_plan.h"
 #include "gemm_decode.h"
-#include "gemm_decode_tma.h"
 #include "kernels_internal.h"
 
 static fp8moe_kref kref_of(const fp8moe_view* v) {
@@ -277,17 +276,15 @@ static int32_t experts(const fp8moe_cuda_impl* impl, const fp8moe_problem* p, co
     g->a2s = per_row ? (float*)(ws + l->a2s) : (float*)(words + FP8MOE_CUDA_S_A2_SCALE);
     g2.a2_scale = kref_f32(g->a2s, per_row ? 1 : 0, 0);
   }
-  const int decode = k1->kernel == FP8MOE_GEMM_DECODE, decode_tma = k1->kernel == FP8MOE_GEMM_DECODE_TMA;
-  RETURN_IF((decode || decode_tma || k2->kernel == FP8MOE_GEMM_DECODE || k2->kernel == FP8MOE_GEMM_DECODE_TMA) &&
+  const int decode = k1->kernel == FP8MOE_GEMM_DECODE;
+  RETURN_IF((decode || k2->kernel == FP8MOE_GEMM_DECODE) &&
                 k1->kernel != k2->kernel,
             err, FP8MOE_STATUS_INTERNAL,
             "run: the kernel plan paired a decode GEMM with another kind; got kernels %d and %d; expected a pair",
             (int)k1->kernel, (int)k2->kernel);
   if (decode) g->max_ctas = impl->decode_ctas1;
-  if (decode_tma) g->max_ctas = impl->decode_tma_ctas1;
   int e1;
   if (decode) e1 = fp8moe_launch_gemm1_decode(g, s);
-  else if (decode_tma) e1 = fp8moe_launch_gemm1_decode_tma(g, s);
   else if (k1->kernel == FP8MOE_GEMM_WGMMA_SM90) e1 = fp8moe_launch_gemm1_sm90(g, s);
   else e1 = fp8moe_launch_gemm1(g, s);
   FORWARD_IF_ERROR(check(e1, "GEMM1", err));
@@ -318,9 +315,7 @@ static int32_t experts(const fp8moe_cuda_impl* impl, const fp8moe_problem* p, co
   g2.scale_mode = g->scale_mode;
   g2.max_tiles = g->max_tiles;
   g2.tile_m = g->tile_m;
-  g2.max_ctas = decode       ? impl->decode_ctas2
-                 : decode_tma ? impl->decode_tma_ctas2
-                              : impl->sm_count * FP8MOE_GEMM2_CTAS_PER_SM;
+  g2.max_ctas = decode ? impl->decode_ctas2 : impl->sm_count * FP8MOE_GEMM2_CTAS_PER_SM;
   g2.sorted_slots = g->sorted_slots;
   g2.y = (uint16_t*)(ws + l->y);
   g2.E_local = p->E_local;
@@ -330,7 +325,6 @@ static int32_t experts(const fp8moe_cuda_impl* impl, const fp8moe_problem* p, co
   g2.item_group = fp8moe_cuda_plan_sm90_group(p->I);
   g2.max_clusters = impl->gemm2_clusters;
   if (decode) return check(fp8moe_launch_gemm2_decode(&g2, g->sorted_slots, s), "GEMM2", err);
-  if (decode_tma) return check(fp8moe_launch_gemm2_decode_tma(&g2, s), "GEMM2", err);
   return check(k2->kernel == FP8MOE_GEMM_WGMMA_SM90 ? fp8moe_launch_gemm2_sm90(&g2, s) : fp8moe_launch_gemm2(&g2, s),
                "GEMM2", err);
 }
