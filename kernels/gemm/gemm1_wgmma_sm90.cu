@@ -298,14 +298,6 @@ extern "C" int fp8moe_prepare_gemm1_sm90_smem(void) {
 /* As fp8moe_prepare_gemm2_sm90_clusters, for GEMM1's cluster kernel. */
 extern "C" int fp8moe_prepare_gemm1_sm90_clusters(int32_t sm_count, int32_t* clusters) {
   using namespace fp8moe::sm90;
-  *clusters = 0;
-  const ClusterConfig c(dim3(static_cast<unsigned>(2 * (sm_count > 0 ? sm_count : 1))), nullptr);
-  int n = 0;
-  if (cudaOccupancyMaxActiveClusters(&n, kernel_for<FP8MOE_SCALE_TENSOR, false, true>(FP8MOE_SM90_LOOP_OVERLAP),
-                                     &c.cfg) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return 0;
-  }
-  *clusters = n > 0 ? n : 0;
-  return 0;
+  return resident_clusters(kernel_for<FP8MOE_SCALE_TENSOR, false, true>(FP8MOE_SM90_LOOP_OVERLAP), sm_count,
+                           clusters);
 }

@@ -242,19 +242,9 @@ extern "C" int fp8moe_prepare_gemm2_sm90_smem(void) {
   return static_cast<int>(e);
 }
 
-/* The most 2-CTA clusters of the GEMM2 cluster kernel that can be resident at once on the current device
- * (called at context creation after the shared-memory limits are raised); 0 when none fit or the query
- * fails (the plan then keeps the one-CTA kernel; a failed query does not fail the context). */
+/* The most 2-CTA clusters of the GEMM2 cluster kernel resident at once (resident_clusters). */
 extern "C" int fp8moe_prepare_gemm2_sm90_clusters(int32_t sm_count, int32_t* clusters) {
   using namespace fp8moe::sm90;
-  *clusters = 0;
-  const ClusterConfig c(dim3(static_cast<unsigned>(2 * (sm_count > 0 ? sm_count : 1))), nullptr);
-  int n = 0;
-  if (cudaOccupancyMaxActiveClusters(&n, kernel_for<FP8MOE_SCALE_TENSOR, false, true>(FP8MOE_SM90_LOOP_OVERLAP),
-                                     &c.cfg) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return 0;
-  }
-  *clusters = n > 0 ? n : 0;
-  return 0;
+  return resident_clusters(kernel_for<FP8MOE_SCALE_TENSOR, false, true>(FP8MOE_SM90_LOOP_OVERLAP), sm_count,
+                           clusters);
 }

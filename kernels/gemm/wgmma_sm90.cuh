@@ -262,6 +262,22 @@ struct ClusterConfig {
   }
 };
 
+/* The most clusters of the cluster kernel `kernel` that can be resident at once on the current device, in
+ * *clusters (called at context creation after the shared-memory limits are raised); 0 when none fit or the
+ * query fails: the plan then keeps the one-CTA kernel, and a failed query does not fail the context. */
+template <class Kernel>
+inline int resident_clusters(Kernel kernel, int32_t sm_count, int32_t* clusters) {
+  *clusters = 0;
+  const ClusterConfig c(dim3(static_cast<unsigned>(2 * (sm_count > 0 ? sm_count : 1))), nullptr);
+  int n = 0;
+  if (cudaOccupancyMaxActiveClusters(&n, kernel, &c.cfg) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  *clusters = n > 0 ? n : 0;
+  return 0;
+}
+
 /* Consumer arrivals per empty barrier phase: one per consumer thread (PEERS = 1), or in a 2-CTA cluster one
  * per consumer warp of each of the two CTAs (every warp releases a stage in both CTAs). */
 template <int PEERS>
