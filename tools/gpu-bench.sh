@@ -10,16 +10,9 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${OUT:-$ROOT/gpu-check-out}
 BUILD=${GPU_CHECK_BUILD:-/tmp/fp8moe-gpu-build}
 mkdir -p "$OUT"
-if [ ! -x "$BUILD/bench/fp8moe-bench" ] || [ ! -f "$BUILD/src/libfp8moe.so" ]; then
-  if ! { cmake -S "$ROOT" -B "$BUILD" -DFP8MOE_CUDA=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo &&
-         cmake --build "$BUILD" -j"$(nproc)" --target fp8moe fp8moe-bench; } > "$OUT/bench-build.log" 2>&1; then
-    grep -E "error|Error" "$OUT/bench-build.log" | head -20
-    echo "gpu-bench: BUILD FAILED (see bench-build.log)"
-    exit 1
-  fi
-fi
-export FP8MOE_COMMIT=${FP8MOE_COMMIT:-$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)}
-export FP8MOE_LIBRARY="$BUILD/src/libfp8moe.so"
+# shellcheck source=tools/bench-build.sh
+. "$ROOT/tools/bench-build.sh"
+bench_build bench gpu-bench
 # shellcheck disable=SC2086
 "$BUILD/bench/fp8moe-bench" --budget-s "${BENCH_BUDGET_S:-420}" --json "$OUT/bench.json" --md "$OUT/bench.md" \
   ${BENCH_ARGS:-} > "$OUT/bench.log" 2>&1

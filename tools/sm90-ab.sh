@@ -12,16 +12,9 @@ BUILD=${GPU_CHECK_BUILD:-/tmp/fp8moe-gpu-build}
 SETTINGS=${AB_SETTINGS:-none u m q r o qo ro}
 ARGS=${AB_ARGS:---shape mixtral-8x7b --tokens 128,512,2048,8192 --routing uniform}
 mkdir -p "$OUT"
-if [ ! -x "$BUILD/bench/fp8moe-bench" ] || [ ! -f "$BUILD/src/libfp8moe.so" ]; then
-  if ! { cmake -S "$ROOT" -B "$BUILD" -DFP8MOE_CUDA=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo &&
-         cmake --build "$BUILD" -j"$(nproc)" --target fp8moe fp8moe-bench; } > "$OUT/ab-build.log" 2>&1; then
-    grep -E "error|Error" "$OUT/ab-build.log" | head -20
-    echo "sm90-ab: BUILD FAILED (see ab-build.log)"
-    exit 1
-  fi
-fi
-export FP8MOE_COMMIT=${FP8MOE_COMMIT:-$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)}
-export FP8MOE_LIBRARY="$BUILD/src/libfp8moe.so"
+# shellcheck source=tools/bench-build.sh
+. "$ROOT/tools/bench-build.sh"
+bench_build ab sm90-ab
 rc=0
 for v in $SETTINGS; do
   case "$v" in none) unset FP8MOE_CUDA_GEMM_FALLBACK ;; *) export FP8MOE_CUDA_GEMM_FALLBACK="$v" ;; esac
