@@ -172,6 +172,12 @@ int fp8moe_prepare_prologue(int32_t* usable);
 #define FP8MOE_SM90_ORDER_TILE_MAJOR 0   /* item w: tile w / column_blocks, column block w % column_blocks */
 #define FP8MOE_SM90_ORDER_COLUMN_MAJOR 1 /* item w: tile w % tiles, column block w / tiles */
 #define FP8MOE_SM90_ORDER_GROUPED 2      /* groups of item_group consecutive tiles, column-block major inside */
+/* The weight-streaming decode GEMMs (kernels/gemm_stream.h): shared-memory ring depth (stages of 32 KB of
+ * weights + 2 KB of token rows), the most CTAs they run on (the workspace holds two partial tiles and one
+ * counter per CTA), and the fp32 elements of one partial tile (256 weight rows × 16 tokens). */
+#define FP8MOE_STREAM_STAGES 6
+#define FP8MOE_STREAM_MAX_CTAS 160
+#define FP8MOE_STREAM_PARTIAL_FLOATS 4096
 #define FP8MOE_REQ_FUSED_STATIC 0 /* a2 = e4m3(a / given scale) in the epilogue */
 #define FP8MOE_REQ_FUSED_GROUP 1  /* a2 in 1×128 groups in the epilogue */
 #define FP8MOE_REQ_DEFERRED_TENSOR 2 /* fp32 intermediate + global amax, then quantize_rows */
@@ -204,6 +210,8 @@ typedef struct fp8moe_gemm1_args {
   int32_t max_clusters;        /* sm90 only: > 0 runs the 2-CTA cluster kernel (W13 boxes multicast to both
                                   CTAs of a pair of items of one column block and expert) on at most this many
                                   clusters (fp8moe_prepare_gemm1_sm90_clusters); 0 the one-CTA kernel */
+  float* stream_partials;      /* stream kernels only: [FP8MOE_STREAM_MAX_CTAS][2][FP8MOE_STREAM_PARTIAL_FLOATS] */
+  uint32_t* stream_counters;   /* stream kernels only: [FP8MOE_STREAM_MAX_CTAS], zero at the kernel's start */
 } fp8moe_gemm1_args;
 int fp8moe_launch_gemm1(const fp8moe_gemm1_args* a, cudaStream_t stream);
 /* sm_90a: needs tile_m 64, w 16-byte aligned with strides multiples of 16, a->tma_encode; encodes the weight
@@ -251,6 +259,8 @@ typedef struct fp8moe_gemm2_args {
   int32_t max_clusters;        /* sm90 only: > 0 runs the 2-CTA cluster kernel (B multicast to both CTAs of a
                                   pair of items of one column block and expert) on at most this many
                                   clusters (fp8moe_prepare_gemm2_sm90_clusters); 0 the one-CTA kernel */
+  float* stream_partials;      /* stream kernels only, as GEMM1 (the two kernels share the slices) */
+  uint32_t* stream_counters;
 } fp8moe_gemm2_args;
 int fp8moe_launch_gemm2(const fp8moe_gemm2_args* a, cudaStream_t stream);
 int fp8moe_prepare_gemm2(void); /* as fp8moe_prepare_gemm1 */

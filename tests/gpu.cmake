@@ -18,6 +18,14 @@ if(FP8MOE_WITH_CUDA AND TARGET fp8moe_test_ref)
     set_tests_properties(test_gpu_sweep_sm90_${_variant} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600 LABELS gpu
                          ENVIRONMENT "FP8MOE_LIBRARY=$<TARGET_FILE:fp8moe>;FP8MOE_CUDA_GEMM_FALLBACK=${_variant}")
   endforeach()
+  # The decode GEMMs' switches: "k" runs the decode rows through the register-path pair (kernels/gemm_decode.cu)
+  # instead of the stream pair; "j" also runs the stream pair at 1–16 rows per expert (the sweep's table rows
+  # at T = 37–41 over 16 experts), where the default takes mma.sync.
+  foreach(_variant k j)
+    add_test(NAME test_gpu_sweep_stream_${_variant} COMMAND test_gpu_sweep --quick)
+    set_tests_properties(test_gpu_sweep_stream_${_variant} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600 LABELS gpu
+                         ENVIRONMENT "FP8MOE_LIBRARY=$<TARGET_FILE:fp8moe>;FP8MOE_CUDA_GEMM_FALLBACK=${_variant}")
+  endforeach()
   # CPU and CUDA routing weights bit for bit, >= 10^5 logit rows per method (src/routing_math.h).
   if(TARGET fp8moe_test_baseline)
     fp8moe_add_test(NAME test_gpu_routing_bits SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_gpu_routing_bits.c

@@ -4,7 +4,9 @@
  * rows are taken on compute capability 9.0 only and only when the problem and context offer what they need
  * (TMA-able weights, H % 256 for GEMM2, the driver's encoder, not switched off by
  * FP8MOE_CUDA_GEMM_FALLBACK), and the decode rows pair up at ≤ ½ routed row per expert when their grids fit
- * and the weights are 16-byte aligned, the bulk-copy pair ahead of the register-path pair; the chunked
+ * and the weights are 16-byte aligned, on cc 9.0 the stream pair ahead of the register-path pair (and in the
+ * SMALL regime only under "j"), the stream workspace where a stream row can match; the stream-K split
+ * covers every iteration once with consistent segments, slots and counters; the chunked
  * permutation's threshold and chunk sizes; the sm90 GEMMs' A/B variants follow the switch letters, the
  * grouped order's group size follows its rule, and every item order is a bijection. Compiles
  * cuda_plan.c in; links no CUDA library. */
@@ -16,6 +18,7 @@
 #include "contract_internal.h"
 #include "cuda_plan.h"
 #include "gemm/sm90_items.h"
+#include "gemm/stream_split.h"
 #include "kernels_internal.h"
 #include "plugin_host.h"
 
@@ -150,19 +153,52 @@ static void picks(void) {
   EXPECT(kernel_of(FP8MOE_GEMM1, 90, &wide, dec) == FP8MOE_GEMM_DECODE, "per-tensor: no scale staging limit");
   EXPECT(kernel_of(FP8MOE_GEMM2, 100, &eight, dec) == FP8MOE_GEMM_DECODE,
          "T=8: the decode pair also after 9.0 (sm_90 code, no sm_90a)");
+  /* The stream pair: ahead of the register pair on cc 9.0 at TINY where its grid fits, the weights are
+   * TMA-able and the encoder exists; at SMALL only with the opt-in; never after 9.0 (sm_90a only). */
+  const uint32_t str = dec | FP8MOE_PLAN_NEEDS_STREAM;
+  EXPECT(kernel_of(FP8MOE_GEMM1, 90, &one, str) == FP8MOE_GEMM_STREAM_SM90 &&
+             kernel_of(FP8MOE_GEMM2, 90, &one, str) == FP8MOE_GEMM_STREAM_SM90,
+         "T=1 Hopper: the stream pair");
+  EXPECT(kernel_of(FP8MOE_GEMM1, 100, &one, str) == FP8MOE_GEMM_DECODE &&
+             kernel_of(FP8MOE_GEMM2, 100, &one, str) == FP8MOE_GEMM_DECODE,
+         "T=1 after 9.0: the register pair (no sm_90a)");
+  EXPECT(kernel_of(FP8MOE_GEMM1, 90, &one, str & ~FP8MOE_PLAN_NEEDS_TMA_ENC) == FP8MOE_GEMM_DECODE &&
+             kernel_of(FP8MOE_GEMM2, 90, &one, str & ~FP8MOE_PLAN_NEEDS_TMA_ENC) == FP8MOE_GEMM_DECODE,
+         "no tensor-map encoder: the register pair");
+  EXPECT(kernel_of(FP8MOE_GEMM1, 90, &mis, str) == FP8MOE_GEMM_MMA_SYNC &&
+             kernel_of(FP8MOE_GEMM2, 90, &mis, str) == FP8MOE_GEMM_MMA_SYNC,
+         "8-byte aligned weights: neither streaming pair");
+  EXPECT(kernel_of(FP8MOE_GEMM1, 90, &t32, str) == FP8MOE_GEMM_MMA_SYNC &&
+             kernel_of(FP8MOE_GEMM1, 90, &t32, str | FP8MOE_PLAN_NEEDS_STREAM_SMALL) == FP8MOE_GEMM_STREAM_SM90 &&
+             kernel_of(FP8MOE_GEMM2, 90, &t32, str | FP8MOE_PLAN_NEEDS_STREAM_SMALL) == FP8MOE_GEMM_STREAM_SM90,
+         "T=32 (SMALL): mma.sync, the stream pair only with the opt-in");
+  EXPECT(kernel_of(FP8MOE_GEMM1, 90, &t32, FP8MOE_PLAN_NEEDS_STREAM_SMALL | dec) == FP8MOE_GEMM_MMA_SYNC,
+         "the opt-in without the stream grid: mma.sync");
+  EXPECT(kernel_of(FP8MOE_GEMM1, 90, &t512, str | FP8MOE_PLAN_NEEDS_STREAM_SMALL) == FP8MOE_GEMM_WGMMA_SM90,
+         "T=512 (MEDIUM): the wgmma tiles, opt-in or not");
+  const fp8moe_problem h384s = problem(1, 384, 256, 64, 2, 0x10000);
+  EXPECT(kernel_of(FP8MOE_GEMM2, 90, &h384s, str) == FP8MOE_GEMM_STREAM_SM90,
+         "H = 384: the stream GEMM2 (its last unit's second box is out of bounds)");
+  EXPECT(fp8moe_cuda_plan_stream_workspace(90, &one) && fp8moe_cuda_plan_stream_workspace(90, &t32) &&
+             !fp8moe_cuda_plan_stream_workspace(90, &t512) && !fp8moe_cuda_plan_stream_workspace(90, &big) &&
+             !fp8moe_cuda_plan_stream_workspace(100, &one) && !fp8moe_cuda_plan_stream_workspace(89, &t32),
+         "the stream workspace exactly where a stream row can match");
   /* The shapes of test_gpu_sweep's decode rows (T, H, I, E, K), in every format: the decode pair, so the
    * sweep runs it there. */
-  const int64_t sweep[3][5] = {{12, 384, 256, 64, 2}, {16, 256, 384, 128, 4}, {2, 2304, 640, 8, 2}};
+  const int64_t sweep[5][5] = {{12, 384, 256, 64, 2}, {16, 256, 384, 128, 4}, {2, 2304, 640, 8, 2},
+                               {25, 256, 256, 128, 2}, {1, 512, 384, 64, 4}};
   const int32_t formats[3] = {FP8MOE_QUANT_FP8_PER_TENSOR, FP8MOE_QUANT_FP8_BLOCK128, FP8MOE_QUANT_FP8_PER_CHANNEL};
-  for (int i = 0; i < 3; ++i)
+  for (int i = 0; i < 5; ++i)
     for (int f = 0; f < 3; ++f) {
       fp8moe_problem d = problem(sweep[i][0], sweep[i][1], sweep[i][2], (int32_t)sweep[i][3], (int32_t)sweep[i][4],
                                  0x10000);
       d.quant_format = formats[f];
       d.geom = *fp8moe_contract_quant_geometry(formats[f]);
       EXPECT(kernel_of(FP8MOE_GEMM1, 90, &d, dec) == FP8MOE_GEMM_DECODE &&
-                 kernel_of(FP8MOE_GEMM2, 90, &d, dec) == FP8MOE_GEMM_DECODE,
-             "sweep decode row T=%lld H=%lld I=%lld E=%lld K=%lld format %d: the decode pair",
+                 kernel_of(FP8MOE_GEMM2, 90, &d, dec) == FP8MOE_GEMM_DECODE &&
+                 kernel_of(FP8MOE_GEMM1, 90, &d, str) == FP8MOE_GEMM_STREAM_SM90 &&
+                 kernel_of(FP8MOE_GEMM2, 90, &d, str) == FP8MOE_GEMM_STREAM_SM90,
+             "sweep decode row T=%lld H=%lld I=%lld E=%lld K=%lld format %d: the stream pair, else the register pair",
              (long long)sweep[i][0], (long long)sweep[i][1], (long long)sweep[i][2], (long long)sweep[i][3],
              (long long)sweep[i][4], (int)formats[f]);
     }
@@ -172,20 +208,36 @@ static void environment_switch(void) {
   unsetenv("FP8MOE_CUDA_GEMM_FALLBACK");
   const uint32_t sm90 = FP8MOE_PLAN_NEEDS_SM90_GEMM1 | FP8MOE_PLAN_NEEDS_SM90_GEMM2;
   const uint32_t decs = FP8MOE_PLAN_NEEDS_DECODE_GRIDS;
-  uint32_t o = fp8moe_cuda_plan_context_offers(1, 1);
-  EXPECT(o == (FP8MOE_PLAN_NEEDS_TMA_ENC | sm90 | decs), "default context offers 0x%x", (unsigned)o);
-  EXPECT(fp8moe_cuda_plan_context_offers(0, 1) == (sm90 | decs), "no encoder: no TMA_ENC");
-  EXPECT(fp8moe_cuda_plan_context_offers(1, 0) == (FP8MOE_PLAN_NEEDS_TMA_ENC | sm90), "no decode grids");
+  const uint32_t strm = FP8MOE_PLAN_NEEDS_STREAM, small = FP8MOE_PLAN_NEEDS_STREAM_SMALL;
+  uint32_t o = fp8moe_cuda_plan_context_offers(1, 1, 1);
+  EXPECT(o == (FP8MOE_PLAN_NEEDS_TMA_ENC | sm90 | decs | strm), "default context offers 0x%x", (unsigned)o);
+  EXPECT(fp8moe_cuda_plan_context_offers(0, 1, 0) == (sm90 | decs), "no encoder: no TMA_ENC");
+  EXPECT(fp8moe_cuda_plan_context_offers(1, 0, 1) == (FP8MOE_PLAN_NEEDS_TMA_ENC | sm90 | strm), "no decode grids");
+  EXPECT(fp8moe_cuda_plan_context_offers(1, 1, 0) == (FP8MOE_PLAN_NEEDS_TMA_ENC | sm90 | decs), "no stream grid");
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "k", 1);
+  o = fp8moe_cuda_plan_context_offers(1, 1, 1);
+  EXPECT(o == (FP8MOE_PLAN_NEEDS_TMA_ENC | sm90 | decs), "FALLBACK=k: the register decode pair only: 0x%x",
+         (unsigned)o);
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "j", 1);
+  o = fp8moe_cuda_plan_context_offers(1, 1, 1);
+  EXPECT(o == (FP8MOE_PLAN_NEEDS_TMA_ENC | sm90 | decs | strm | small), "FALLBACK=j: also SMALL: 0x%x", (unsigned)o);
+  EXPECT(!(fp8moe_cuda_plan_context_offers(1, 1, 0) & (strm | small)), "FALLBACK=j without the stream grid: 0x%x",
+         (unsigned)fp8moe_cuda_plan_context_offers(1, 1, 0));
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "jk", 1);
+  o = fp8moe_cuda_plan_context_offers(1, 1, 1);
+  EXPECT((o & (strm | small)) == small, "FALLBACK=jk: the SMALL opt-in without the stream bit picks nothing: 0x%x",
+         (unsigned)o);
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "2", 1);
-  o = fp8moe_cuda_plan_context_offers(1, 1);
+  o = fp8moe_cuda_plan_context_offers(1, 1, 1);
   EXPECT((o & FP8MOE_PLAN_NEEDS_SM90_GEMM1) && !(o & FP8MOE_PLAN_NEEDS_SM90_GEMM2) && (o & decs) == decs,
          "FALLBACK=2: 0x%x", (unsigned)o);
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "d", 1);
-  o = fp8moe_cuda_plan_context_offers(1, 1);
-  EXPECT((o & sm90) == sm90 && (o & decs) == 0, "FALLBACK=d: neither decode kind: 0x%x", (unsigned)o);
-  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "12d", 1);
-  o = fp8moe_cuda_plan_context_offers(1, 1);
-  EXPECT(!(o & (sm90 | decs)), "FALLBACK=12d: 0x%x", (unsigned)o);
+  o = fp8moe_cuda_plan_context_offers(1, 1, 1);
+  EXPECT((o & sm90) == sm90 && (o & decs) == 0 && (o & strm), "FALLBACK=d: no register decode pair: 0x%x",
+         (unsigned)o);
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "12dk", 1);
+  o = fp8moe_cuda_plan_context_offers(1, 1, 1);
+  EXPECT(!(o & (sm90 | decs | strm)), "FALLBACK=12dk: 0x%x", (unsigned)o);
   unsetenv("FP8MOE_CUDA_GEMM_FALLBACK");
 }
 
@@ -229,7 +281,7 @@ static void sm90_variants(void) {
   const uint32_t sm90 = FP8MOE_PLAN_NEEDS_SM90_GEMM1 | FP8MOE_PLAN_NEEDS_SM90_GEMM2;
   const uint32_t all_prologues = FP8MOE_PROLOGUE_CLUSTER | FP8MOE_PROLOGUE_BLOCK;
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "qroumn", 1);
-  EXPECT((fp8moe_cuda_plan_context_offers(1, 1) & sm90) == sm90 &&
+  EXPECT((fp8moe_cuda_plan_context_offers(1, 1, 1) & sm90) == sm90 &&
              fp8moe_cuda_plan_context_prologue() == all_prologues && fp8moe_cuda_plan_context_permute_chunks(),
          "FALLBACK=qroumn: both sm90 GEMMs, both prologues and the chunked permutation still offered");
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "q", 1);
@@ -448,8 +500,65 @@ static void permute_rule(void) {
   unsetenv("FP8MOE_CUDA_GEMM_FALLBACK");
 }
 
+/* The stream GEMMs' stream-K split (kernels/gemm/stream_split.h) for many (units, kblocks, grid): the CTAs
+ * taking part have non-empty contiguous ranges covering [0, W) once; cta_of inverts begin; each unit's
+ * segments on CTAs first..last tile its blocks in CTA order; split units use each CTA's slot 0 / slot 1 at
+ * most once and their counter (the first CTA) names one unit only. */
+static void stream_split(void) {
+  const int64_t units[] = {1, 2, 7, 128, 224, 1000};
+  const int64_t kblocks[] = {1, 2, 3, 16, 56};
+  const int64_t grids[] = {1, 2, 3, 10, 132, 160};
+  int bad = 0;
+  for (size_t a = 0; a < sizeof units / sizeof units[0]; ++a)
+    for (size_t b = 0; b < sizeof kblocks / sizeof kblocks[0]; ++b)
+      for (size_t c = 0; c < sizeof grids / sizeof grids[0]; ++c) {
+        const int64_t U = units[a], KB = kblocks[b], W = U * KB, G = fp8moe_split_ctas(grids[c], W);
+        if (G < 1 || G > grids[c]) ++bad;
+        int slot_used[160][2];
+        int counter_unit[160];
+        memset(slot_used, 0, sizeof slot_used);
+        for (int i = 0; i < 160; ++i) counter_unit[i] = -1;
+        int64_t prev_end = 0;
+        for (int64_t cta = 0; cta < G; ++cta) {
+          const int64_t b0 = fp8moe_split_begin(cta, W, G), b1 = fp8moe_split_begin(cta + 1, W, G);
+          if (b0 != prev_end || b1 <= b0) ++bad; /* contiguous, non-empty */
+          prev_end = b1;
+          for (int64_t i = b0; i < b1; ++i)
+            if (fp8moe_split_cta_of(i, W, G) != cta) ++bad;
+        }
+        if (prev_end != W) ++bad;
+        for (int64_t u = 0; u < U; ++u) {
+          int32_t next = 0;
+          const fp8moe_split_segment s0 =
+              fp8moe_split_segment_of(u, KB, fp8moe_split_begin(0, W, G), fp8moe_split_begin(1, W, G), W, G);
+          for (int64_t cta = s0.first; cta <= s0.last; ++cta) {
+            const fp8moe_split_segment s = fp8moe_split_segment_of(
+                u, KB, fp8moe_split_begin(cta, W, G), fp8moe_split_begin(cta + 1, W, G), W, G);
+            if (s.kb0 != next || s.kb1 <= s.kb0 || s.first != s0.first || s.last != s0.last) ++bad;
+            next = s.kb1;
+            if (s.slot != fp8moe_split_slot_of(cta, s.first)) ++bad;
+            if (s.first != s.last && slot_used[cta][s.slot]++) ++bad; /* one unit per (CTA, slot) */
+          }
+          if (next != KB) ++bad;
+          if (s0.first != s0.last) {
+            if (counter_unit[s0.first] != -1) ++bad; /* one split unit per counter */
+            counter_unit[s0.first] = (int)u;
+          }
+        }
+      }
+  EXPECT(bad == 0, "stream-K split: %d inconsistencies", bad);
+  /* deepseek-v3 T = 1 GEMM1 on 132 CTAs: 8 tiles × 16 groups × 56 blocks, 54 or 55 blocks per CTA. */
+  const int64_t W = 8 * 16 * 56;
+  EXPECT(fp8moe_split_begin(1, W, 132) == 54 && fp8moe_split_begin(132, W, 132) == W &&
+             fp8moe_split_cta_of(W - 1, W, 132) == 131,
+         "deepseek-v3 T=1 GEMM1 split");
+  /* Shown able to fail: a wrong inverse is caught. */
+  EXPECT(fp8moe_split_cta_of(54, W, 132) == 1 && fp8moe_split_cta_of(53, W, 132) == 0, "cta_of at a boundary");
+}
+
 int main(void) {
   permute_rule();
+  stream_split();
   rows_are_consistent();
   picks();
   environment_switch();

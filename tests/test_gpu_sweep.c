@@ -281,8 +281,10 @@ static void regression_nonfinite(suite* s) {
     }
 }
 
-/* The kernel plan's decode rows (docs/GPU.md, at most half a row per expert: 2·T·K ≤ E), whose bulk-copy
- * kernels stream weights through a shared-memory ring across items: every format, (a) one expert holding 12
+/* The kernel plan's decode rows (docs/GPU.md, at most half a row per expert: 2·T·K ≤ E): on the default
+ * context of an H200 the stream pair (kernels/gemm/gemm_stream_sm90.cu: a TMA weight ring across units,
+ * stream-K splits fixed up through the workspace), under FP8MOE_CUDA_GEMM_FALLBACK=k (test_gpu_sweep_stream_k)
+ * the register pair: every format, (a) one expert holding 12
  * of a tile's 16 rows (both token halves) with H = 384, so one consumer warp of each CTA has no K block and
  * GEMM2's warps split 2 blocks unevenly, mixed scale dtypes; (b) 16 tokens over 128 experts, more items than
  * resident CTAs (each CTA's ring runs on into its next items), e4m3 input with f16 scales, GeGLU and up-first
@@ -329,9 +331,54 @@ static void decode_rows_on(suite* s, const char* tag) {
     c.seed = 7200 + (uint64_t)f;
     generate_and_compare(s, &c, tag);
   }
+  /* (d) tiles with exactly 1, 8, 9 and 16 real rows (N = 8 at the edge, N = 16 just past it and full), every
+   * requantization the format's static/dynamic flags give, both gate/up orders and activations, the
+   * input-side token weight on an e4m3 input (K = 1 routing is not TINY here, so it rides on (e) instead),
+   * and an expert-parallel shard whose non-local slots the GEMMs never see: T = 25, E = 128, K = 2, slot 0 of
+   * tokens 0–7 on expert 3, of 8–16 on expert 5, of 17–24 on experts 37–44 (one row each), slot 1 of
+   * tokens 0–15 on expert 9, of 16–24 on experts 76–84. */
+  for (size_t f = 0; f < sizeof formats / sizeof formats[0]; ++f)
+    for (int shard = 0; shard < 2; ++shard) {
+      if (s->quick && f != 1 && shard == 1) continue;
+      pg_config c;
+      pg_config_init(&c, FP8MOE_ROUTING_PRECOMPUTED, formats[f], 25, 256, 256, 128, 2);
+      c.activation = shard ? FP8MOE_ACTIVATION_GEGLU : FP8MOE_ACTIVATION_SWIGLU;
+      c.gate_up_order = (f + (size_t)shard) % 2 ? FP8MOE_GATE_UP_UP_FIRST : FP8MOE_GATE_UP_GATE_FIRST;
+      c.hidden_dtype = shard ? TEST_E4M3 : TEST_BF16;
+      c.a1_static = (int)(f % 2);
+      c.a2_static = shard;
+      if (shard) {
+        c.E_local = 64;
+        c.local_offset = 0;
+      }
+      c.seed = 7300 + (uint64_t)(2 * f) + (uint64_t)shard;
+      pg_problem p;
+      if (pg_generate(&p, &c) != 0) {
+        CHECK(0, "pg_generate failed");
+        continue;
+      }
+      for (int64_t t = 0; t < c.T; ++t) {
+        const int64_t e0 = t < 8 ? 3 : t < 17 ? 5 : 20 + t, e1 = t < 16 ? 9 : 60 + t;
+        pg_set(p.topk_ids, c.ids_dtype, t * c.K, (double)e0);
+        pg_set(p.topk_ids, c.ids_dtype, t * c.K + 1, (double)e1);
+      }
+      pg_describe(&p);
+      compare_one(s, &p, tag);
+      pg_free(&p);
+    }
+  /* (e) T = 1 with K = 4 over E = 64 (four one-row tiles: more units than a small grid's CTAs are cut into
+   * stream-K segments), H = 512 (two full GEMM2 units), I = 384 (three GEMM1 groups, GEMM2 K of 3 blocks). */
+  for (size_t f = 0; f < sizeof formats / sizeof formats[0]; ++f) {
+    if (s->quick && f != 1) continue;
+    pg_config c;
+    pg_config_init(&c, FP8MOE_ROUTING_RENORMALIZE, formats[f], 1, 512, 384, 64, 4);
+    c.a2_static = (int)(f == 2);
+    c.seed = 7400 + (uint64_t)f;
+    generate_and_compare(s, &c, tag);
+  }
 }
 
-/* The decode rows on the default context (the register-path decode pair). */
+/* The decode rows on the default context (on cc 9.0 the stream pair, elsewhere the register pair). */
 static void decode_rows(suite* s) { decode_rows_on(s, "decode"); }
 
 /* docs/TESTING.md 11: PRECOMPUTED with an out-of-range id: the GPU skips and counts it; the CPU oracle gets the

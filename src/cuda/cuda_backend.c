@@ -11,6 +11,7 @@
 #include "cuda_plan.h"
 #include "cuda_probe_reason.h"
 #include "gemm_decode.h"
+#include "gemm_stream.h"
 #include "kernels_internal.h"
 #include "struct_size_internal.h"
 
@@ -114,11 +115,13 @@ static int32_t cuda_create(struct fp8moe_context* ctx, const fp8moe_context_args
       e = (cudaError_t)fp8moe_prepare_gemm1_sm90_clusters(impl->sm_count, &impl->gemm1_clusters);
     if (e == cudaSuccess)
       e = (cudaError_t)fp8moe_prepare_gemm_decode(impl->sm_count, &impl->decode_ctas1, &impl->decode_ctas2);
+    if (e == cudaSuccess && impl->compute_capability == 90 && impl->tma_encode != NULL)
+      e = (cudaError_t)fp8moe_prepare_gemm_stream(impl->sm_count, &impl->stream_ctas);
     if (e == cudaSuccess) e = (cudaError_t)fp8moe_prepare_prologue(&cluster_fits);
     leave_device(args->device_ordinal, prev);
   }
-  impl->plan_offers =
-      fp8moe_cuda_plan_context_offers(impl->tma_encode != NULL, impl->decode_ctas1 > 0 && impl->decode_ctas2 > 0);
+  impl->plan_offers = fp8moe_cuda_plan_context_offers(
+      impl->tma_encode != NULL, impl->decode_ctas1 > 0 && impl->decode_ctas2 > 0, impl->stream_ctas > 0);
   impl->prologue = fp8moe_cuda_plan_context_prologue() & (cluster_fits ? ~0u : ~FP8MOE_PROLOGUE_CLUSTER);
   impl->permute_chunks = fp8moe_cuda_plan_context_permute_chunks();
   const fp8moe_sm90_variant sm90 = fp8moe_cuda_plan_context_sm90_variant();

@@ -11,6 +11,7 @@
 #include "backend_internal.h"
 #include "error_internal.h"
 #include "fp8moe.h"
+#include "kernels_internal.h" /* FP8MOE_STREAM_MAX_CTAS sizes the scalar words */
 #include "problem_internal.h"
 
 #define FP8MOE_CUDA_ALIGN 256
@@ -24,6 +25,7 @@ typedef struct fp8moe_cuda_impl {
   void* tma_encode;           /* the driver's cuTensorMapEncodeTiled, or NULL (then no TMA plan rows) */
   uint32_t plan_offers;       /* fp8moe_cuda_plan_context_offers, fixed at creation */
   int32_t decode_ctas1, decode_ctas2; /* resident grids of the decode GEMMs (0: not usable here) */
+  int32_t stream_ctas;        /* grid of the stream GEMMs (one CTA per SM, ≤ FP8MOE_STREAM_MAX_CTAS; 0: not usable) */
   uint32_t prologue;          /* the small-T prologue variants offered (FP8MOE_PROLOGUE_* mask, cuda_plan.h) */
   int32_t permute_chunks;     /* fp8moe_cuda_plan_context_permute_chunks: the chunked permutation is allowed */
   int32_t sm90_loop, gemm1_order, gemm2_order; /* fp8moe_cuda_plan_context_sm90_variant, fixed at creation */
@@ -46,7 +48,9 @@ typedef struct fp8moe_cuda_layout {
   size_t a2q, a2s;       /* e4m3 [rows,I]; fp32 a2 scales (GROUP [rows,I/128], ROW [rows]) */
   size_t inter;          /* fp32 [rows,I] (deferred requantization only) */
   size_t row_amax;       /* uint32 [rows] (per-row deferred requantization only) */
-  size_t y;              /* fp32 [rows,H] */
+  size_t y;              /* bf16 [T·K,H] */
+  size_t stream_partials; /* fp32 [FP8MOE_STREAM_MAX_CTAS][2][FP8MOE_STREAM_PARTIAL_FLOATS] where a stream row
+                             can match (cuda_plan.c), shared by both stream GEMMs; never read before written */
   size_t row_amax_bytes; /* bytes of row_amax to zero per run */
   size_t total;
 } fp8moe_cuda_layout;
@@ -57,7 +61,8 @@ typedef struct fp8moe_cuda_layout {
 #define FP8MOE_CUDA_S_X_SCALE 2   /* fp32 */
 #define FP8MOE_CUDA_S_A2_AMAX 3   /* uint32 bits of the intermediate amax (dynamic per-tensor) */
 #define FP8MOE_CUDA_S_A2_SCALE 4  /* fp32 */
-#define FP8MOE_CUDA_S_WORDS 8
+#define FP8MOE_CUDA_S_STREAM_COUNTERS 8 /* uint32 [FP8MOE_STREAM_MAX_CTAS]: the stream GEMMs' unit counters */
+#define FP8MOE_CUDA_S_WORDS (8 + FP8MOE_STREAM_MAX_CTAS) /* ≤ 512: the prologue's one-block zeroing */
 
 /* cc: the device's compute capability (the kernel plan's tile height depends on it). */
 void fp8moe_cuda_layout_make(const fp8moe_problem* p, int32_t cc, fp8moe_cuda_layout* l);

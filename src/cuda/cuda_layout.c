@@ -9,6 +9,9 @@
 #include "cuda_plan.h"
 #include "kernels_internal.h"
 
+_Static_assert(FP8MOE_CUDA_S_WORDS <= FP8MOE_PROLOGUE_BLOCK_THREADS,
+               "the prologue's block 0 zeroes the scalar words with one store per thread");
+
 static size_t take(size_t* cursor, size_t bytes) {
   size_t at = *cursor;
   *cursor += (bytes + FP8MOE_CUDA_ALIGN - 1) / FP8MOE_CUDA_ALIGN * FP8MOE_CUDA_ALIGN;
@@ -47,5 +50,9 @@ void fp8moe_cuda_layout_make(const fp8moe_problem* p, int32_t cc, fp8moe_cuda_la
   l->row_amax_bytes = p->requant == FP8MOE_REQUANT_ROW ? rows * 4 : 0;
   l->row_amax = l->row_amax_bytes ? take(&c, l->row_amax_bytes) : 0;
   l->y = take(&c, TK * H * 2); /* bf16 slot outputs, one row per slot (docs/GPU.md "Workspace") */
+  /* The stream GEMMs' split units: two partial tiles per CTA (docs/GPU.md "Weight-streaming decode GEMMs"). */
+  l->stream_partials = fp8moe_cuda_plan_stream_workspace(cc, p)
+                           ? take(&c, (size_t)FP8MOE_STREAM_MAX_CTAS * 2 * FP8MOE_STREAM_PARTIAL_FLOATS * 4)
+                           : 0;
   l->total = c;
 }

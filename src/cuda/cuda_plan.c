@@ -19,6 +19,10 @@
 #define ON1 FP8MOE_PLAN_NEEDS_SM90_GEMM1
 #define ON2 FP8MOE_PLAN_NEEDS_SM90_GEMM2
 #define DEC (FP8MOE_PLAN_NEEDS_DECODE_GRIDS | FP8MOE_PLAN_NEEDS_DECODE_SHAPES)
+/* The stream pair: its grid, both weights by TMA (the encoder), 16-byte aligned e4m3 hidden rows (the
+ * cp.async gather; DECODE_SHAPES, whose block-scale bound the stream kernels do not need but is far above
+ * every model's). */
+#define STR (FP8MOE_PLAN_NEEDS_STREAM | TMA_W13 | TMA_W2 | TMA_ENC | FP8MOE_PLAN_NEEDS_DECODE_SHAPES)
 
 static const fp8moe_plan_row k_rows[] = {
     /* gemm, cc range, regime, kernel, tile_m, stages, needs, why */
@@ -26,6 +30,14 @@ static const fp8moe_plan_row k_rows[] = {
      * padding half of a tile that only a decode GEMM1 leaves unwritten). Measured on an H200
      * (docs/PERFORMANCE.md): ahead of mma.sync at 0.03–0.5 rows per expert, behind from about one row per
      * expert. A bulk-copy (cp.async.bulk ring) kind was slower and racecheck flagged it: removed (docs/GPU.md). */
+    /* The stream pair (docs/GPU.md "Weight-streaming decode GEMMs"): one persistent CTA per SM keeps 192 KB
+     * of weight boxes in flight (Little's law asks ~70 KB per SM at the H200's loaded latency), stream-K
+     * removes the register path's wave quantization; predicted ≥ 0.85 of the streaming read at T = 1, not
+     * yet measured. The register pair stays next ("k" switches to it). */
+    {FP8MOE_GEMM1, 90, 90, FP8MOE_M_TINY, FP8MOE_GEMM_STREAM_SM90, 16, FP8MOE_STREAM_STAGES, STR,
+     "decode on Hopper: TMA weight ring → swap-AB wgmma, stream-K; 128 gate + 128 up rows per unit"},
+    {FP8MOE_GEMM2, 90, 90, FP8MOE_M_TINY, FP8MOE_GEMM_STREAM_SM90, 16, FP8MOE_STREAM_STAGES, STR,
+     "decode on Hopper: TMA weight ring → swap-AB wgmma, stream-K; 256 output columns per unit"},
     {FP8MOE_GEMM1, 90, 999, FP8MOE_M_TINY, FP8MOE_GEMM_DECODE, 16, 0, DEC,
      "decode, ≤ ½ row/expert: swap-AB weight streaming, 16 gate + 16 up rows per CTA, clusters of 8"},
     {FP8MOE_GEMM2, 90, 999, FP8MOE_M_TINY, FP8MOE_GEMM_DECODE, 16, 0, DEC,
@@ -62,6 +74,12 @@ static const fp8moe_plan_row k_rows[] = {
      "16–32 rows/expert without wgmma (after 9.0): 16-row mma.sync tiles"},
     {FP8MOE_GEMM2, 91, 999, FP8MOE_M_MEDIUM, FP8MOE_GEMM_MMA_SYNC, 16, 4, 0,
      "16–32 rows/expert without wgmma (after 9.0): 16-row mma.sync tiles"},
+    /* Opt-in ("j"): the stream pair at 1–16 rows per expert, 16-row tiles with N = 16, to measure whether it
+     * should take this regime from mma.sync too. */
+    {FP8MOE_GEMM1, 90, 90, FP8MOE_M_SMALL, FP8MOE_GEMM_STREAM_SM90, 16, FP8MOE_STREAM_STAGES,
+     STR | FP8MOE_PLAN_NEEDS_STREAM_SMALL, "opt-in (j) at 1–16 rows/expert: the stream GEMM1"},
+    {FP8MOE_GEMM2, 90, 90, FP8MOE_M_SMALL, FP8MOE_GEMM_STREAM_SM90, 16, FP8MOE_STREAM_STAGES,
+     STR | FP8MOE_PLAN_NEEDS_STREAM_SMALL, "opt-in (j) at 1–16 rows/expert: the stream GEMM2"},
     {FP8MOE_GEMM1, 89, 999, FP8MOE_M_SMALL, FP8MOE_GEMM_MMA_SYNC, 16, 4, 0,
      "decode: 16-row tiles waste least on padding"},
     {FP8MOE_GEMM2, 89, 999, FP8MOE_M_SMALL, FP8MOE_GEMM_MMA_SYNC, 16, 4, 0,
@@ -101,14 +119,24 @@ static int tma_ok(const fp8moe_view* w) {
          w->strides[0] % 16 == 0 && w->strides[1] >= k && w->strides[0] >= n * w->strides[1];
 }
 
-uint32_t fp8moe_cuda_plan_context_offers(int have_tma_encoder, int have_decode_grids) {
+uint32_t fp8moe_cuda_plan_context_offers(int have_tma_encoder, int have_decode_grids, int have_stream_grid) {
   uint32_t o = have_tma_encoder ? FP8MOE_PLAN_NEEDS_TMA_ENC : 0u;
   const char* off = getenv("FP8MOE_CUDA_GEMM_FALLBACK");
   const int decode_off = off != NULL && strchr(off, 'd') != NULL;
+  const int stream_off = off != NULL && strchr(off, 'k') != NULL;
   if (off == NULL || strchr(off, '1') == NULL) o |= FP8MOE_PLAN_NEEDS_SM90_GEMM1;
   if (off == NULL || strchr(off, '2') == NULL) o |= FP8MOE_PLAN_NEEDS_SM90_GEMM2;
   if (have_decode_grids && !decode_off) o |= FP8MOE_PLAN_NEEDS_DECODE_GRIDS;
+  if (have_stream_grid && !stream_off) o |= FP8MOE_PLAN_NEEDS_STREAM;
+  if (have_stream_grid && off != NULL && strchr(off, 'j') != NULL) o |= FP8MOE_PLAN_NEEDS_STREAM_SMALL;
   return o;
+}
+
+int fp8moe_cuda_plan_stream_workspace(int32_t cc, const fp8moe_problem* p) {
+  const int32_t regime = fp8moe_cuda_plan_regime(p);
+  for (size_t i = 0; i < sizeof k_rows / sizeof k_rows[0]; ++i)
+    if (k_rows[i].kernel == FP8MOE_GEMM_STREAM_SM90 && row_matches(&k_rows[i], k_rows[i].gemm, cc, regime)) return 1;
+  return 0;
 }
 
 /* The sm90 GEMMs' default variant: the two-accumulator main loop (promotion overlapped with the next stage's

@@ -15,7 +15,9 @@
 typedef enum fp8moe_gemm_kernel {
   FP8MOE_GEMM_MMA_SYNC = 0,   /* mma.sync m16n8k32 e4m3, cp.async, any sm_89+ (gemm{1,2}_mma.cu) */
   FP8MOE_GEMM_WGMMA_SM90 = 1, /* wgmma m64n128k32 e4m3 + TMA, warp-specialized, sm_90a only (gemm{1,2}_wgmma_sm90.cu) */
-  FP8MOE_GEMM_DECODE = 2      /* swap-AB weight streaming into mma.sync fragments, clusters (gemm_decode.cu) */
+  FP8MOE_GEMM_DECODE = 2,     /* swap-AB weight streaming into mma.sync fragments, clusters (gemm_decode.cu) */
+  FP8MOE_GEMM_STREAM_SM90 = 3 /* swap-AB TMA weight streaming into wgmma, stream-K over a persistent grid,
+                                 sm_90a only (gemm_stream_sm90.cu) */
 } fp8moe_gemm_kernel;
 
 /* M regimes by the average routed rows per expert T·K/E: at most one half is TINY (most experts get no row,
@@ -41,12 +43,22 @@ typedef enum fp8moe_m_regime {
                                               FP8MOE_CUDA_GEMM_FALLBACK does not name them ("d") */
 #define FP8MOE_PLAN_NEEDS_DECODE_SHAPES 128u /* 16-byte aligned weight rows (and e4m3 hidden rows), and with
                                                 block scales at most FP8MOE_DECODE_MAX_KBLOCKS along H and I */
+#define FP8MOE_PLAN_NEEDS_STREAM 256u /* the stream GEMMs' grid fits this device (context creation), and
+                                         FP8MOE_CUDA_GEMM_FALLBACK does not name them ("k") */
+#define FP8MOE_PLAN_NEEDS_STREAM_SMALL 512u /* FP8MOE_CUDA_GEMM_FALLBACK opts in ("j"): the stream GEMMs also at
+                                               1–16 rows per expert (the SMALL regime), to be measured there */
 
 /* Context-level offers, decided once at context creation: TMA_ENC when the encoder was found, DECODE_GRIDS
- * when the decode GEMMs' grids fit, and SM90_GEMM1/2 (DECODE_GRIDS) unless the environment variable
- * FP8MOE_CUDA_GEMM_FALLBACK names that GEMM ("1", "2", "d" for the decode pair, or any mix: those rows give
- * way to the next ones; a diagnostic and A/B switch, read only here). */
-uint32_t fp8moe_cuda_plan_context_offers(int have_tma_encoder, int have_decode_grids);
+ * when the decode GEMMs' grids fit, STREAM when the stream GEMMs' grid fits, and SM90_GEMM1/2
+ * (DECODE_GRIDS, STREAM) unless the environment variable FP8MOE_CUDA_GEMM_FALLBACK names that GEMM ("1",
+ * "2", "d" for the register-path decode pair, "k" for the stream pair, or any mix: those rows give way to the
+ * next ones; a diagnostic and A/B switch, read only here); STREAM_SMALL only when it names "j" (and the
+ * stream grid fits). */
+uint32_t fp8moe_cuda_plan_context_offers(int have_tma_encoder, int have_decode_grids, int have_stream_grid);
+
+/* Whether some stream row can match (cc, regime of p): the workspace then holds the stream GEMMs' partial
+ * tiles (cuda_layout.c), whichever row the run's offers pick. */
+int fp8moe_cuda_plan_stream_workspace(int32_t cc, const fp8moe_problem* p);
 
 /* How the sm90 wgmma GEMMs run, one choice per context (kernels/kernels_internal.h): the consumer main loop
  * of both GEMMs and each GEMM's item order. Every variant computes the same bits; they exist to be measured

@@ -9,6 +9,7 @@
 #include "cuda_internal.h"
 #include "cuda_plan.h"
 #include "gemm_decode.h"
+#include "gemm_stream.h"
 #include "kernels_internal.h"
 
 static fp8moe_kref kref_of(const fp8moe_view* v) {
@@ -276,15 +277,21 @@ static int32_t experts(const fp8moe_cuda_impl* impl, const fp8moe_problem* p, co
     g->a2s = per_row ? (float*)(ws + l->a2s) : (float*)(words + FP8MOE_CUDA_S_A2_SCALE);
     g2.a2_scale = kref_f32(g->a2s, per_row ? 1 : 0, 0);
   }
-  const int decode = k1->kernel == FP8MOE_GEMM_DECODE;
-  RETURN_IF((decode || k2->kernel == FP8MOE_GEMM_DECODE) &&
+  const int decode = k1->kernel == FP8MOE_GEMM_DECODE, stream = k1->kernel == FP8MOE_GEMM_STREAM_SM90;
+  RETURN_IF((decode || stream || k2->kernel == FP8MOE_GEMM_DECODE || k2->kernel == FP8MOE_GEMM_STREAM_SM90) &&
                 k1->kernel != k2->kernel,
             err, FP8MOE_STATUS_INTERNAL,
             "run: the kernel plan paired a decode GEMM with another kind; got kernels %d and %d; expected a pair",
             (int)k1->kernel, (int)k2->kernel);
   if (decode) g->max_ctas = impl->decode_ctas1;
+  if (stream) {
+    g->max_ctas = impl->stream_ctas;
+    g->stream_partials = (float*)(ws + l->stream_partials);
+    g->stream_counters = words + FP8MOE_CUDA_S_STREAM_COUNTERS; /* zeroed with the scalar words */
+  }
   int e1;
-  if (decode) e1 = fp8moe_launch_gemm1_decode(g, s);
+  if (stream) e1 = fp8moe_launch_gemm1_stream(g, s);
+  else if (decode) e1 = fp8moe_launch_gemm1_decode(g, s);
   else if (k1->kernel == FP8MOE_GEMM_WGMMA_SM90) e1 = fp8moe_launch_gemm1_sm90(g, s);
   else e1 = fp8moe_launch_gemm1(g, s);
   FORWARD_IF_ERROR(check(e1, "GEMM1", err));
@@ -324,6 +331,12 @@ static int32_t experts(const fp8moe_cuda_impl* impl, const fp8moe_problem* p, co
   g2.item_order = impl->gemm2_order;
   g2.item_group = fp8moe_cuda_plan_sm90_group(p->I);
   g2.max_clusters = impl->gemm2_clusters;
+  g2.stream_partials = g->stream_partials;
+  g2.stream_counters = g->stream_counters;
+  if (stream) {
+    g2.max_ctas = impl->stream_ctas;
+    return check(fp8moe_launch_gemm2_stream(&g2, s), "GEMM2", err);
+  }
   if (decode) return check(fp8moe_launch_gemm2_decode(&g2, g->sorted_slots, s), "GEMM2", err);
   return check(k2->kernel == FP8MOE_GEMM_WGMMA_SM90 ? fp8moe_launch_gemm2_sm90(&g2, s) : fp8moe_launch_gemm2(&g2, s),
                "GEMM2", err);

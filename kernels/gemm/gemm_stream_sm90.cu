@@ -1,0 +1,650 @@
+/* gemm_stream_sm90.cu — the weight-streaming decode GEMMs on Hopper (sm_90a): GEMM1 (gated activation and
+ * requantization fused) and GEMM2 (y by slot) for tiles of 16 expert-sorted rows holding 1–16 real tokens,
+ * where the cost is reading the selected experts' weights once (docs/GPU.md "Weight-streaming decode GEMMs").
+ * Same contract, arithmetic and conventions as gemm_decode.cu (the register path they replace on cc 9.0).
+ *  - One persistent CTA per SM: a producer warp and one consumer warpgroup (160 threads). The producer's lane 0
+ *    loads per stage two 128-row × 128-K boxes of weights by TMA (the 3-D map [E, N rows, K bytes] with the
+ *    128-byte swizzle that the sm90 tile GEMMs use) into a ring of kStages stages (6 × 32 KB of weights
+ *    in flight per SM) guarded by full/empty mbarriers (the protocol of wgmma_sm90.cuh); the tile's 16 token
+ *    rows (128 bytes each) come with them: GEMM2's contiguous a2q rows as one more TMA box, GEMM1's x rows
+ *    gathered through sorted_slots by 16-byte cp.async of the whole producer warp into the same swizzled
+ *    layout (published kLag stages later after wait_group and a proxy fence, as gemm1_wgmma_sm90.cu).
+ *  - Swap-AB: the weights are wgmma's A (M = 64 weight rows per instruction, 4 per stage: 256 rows), the
+ *    tokens its B, N = 8 (tiles with ≤ 8 real rows) or 16: `wgmma m64nNk32 e4m3`, both from shared memory.
+ *    Every 128-K block's sum starts from zero and is promoted into fp32 (FP8_BLOCK128: acc += (part·s_act)·s_w,
+ *    the CPU backend's association; other formats acc += part and the scales in the epilogue).
+ *  - Work: units of 256 weight rows of one tile — GEMM1 128 gate + 128 up rows of one 128-column group (the
+ *    fused 1×128 requantization's amax stays in the CTA), GEMM2 256 output columns (the last unit of an H
+ *    not a multiple of 256 reads its second box out of bounds: zero-filled by TMA, never stored) — tile
+ *    fastest, each unit kblocks = K/128 iterations; the iterations are split evenly over the grid
+ *    (stream-K, stream_split.h): no wave quantization. A unit cut between CTAs is finished
+ *    deterministically: each segment stores its fp32 partial tile in the workspace and bumps the unit's
+ *    counter; the last arriver sums the segments in K order (CTA order, its own from registers), runs the
+ *    epilogue and puts the counter back to 0 (the counters are also zeroed with the run's scalar words).
+ *  - PDL: GEMM1 reads nothing before griddepcontrol.wait. GEMM2's producer fills its first kStages stages
+ *    with weights before the wait: the tile list it reads then (num_tiles, tile_expert) was final before
+ *    GEMM1 could let this grid start (the permutation completed before any GEMM1 CTA passed its own wait,
+ *    and this grid starts only after every GEMM1 CTA signalled after that wait), and it reads them with
+ *    relaxed gpu-scope loads (L2, never a stale L1 line); the a2q boxes of those stages follow the wait.
+ * Everything that needs sm_90a is compiled only under FP8MOE_SM90A; the compute_90 PTX build gets a
+ * trapping body, and the kernel plan (src/cuda/cuda_plan.c) selects these kernels only on cc 9.0. */
+#include "gemm_stream.h"
+#include "pdl.cuh"
+#include "stream_split.h"
+#include "wgmma_sm90.cuh"
+
+namespace fp8moe {
+namespace stream {
+namespace {
+
+constexpr int kRows = FP8MOE_GEMM_TILE_M_SMALL;  /* token rows per tile: wgmma's N is 8 or 16 */
+constexpr int kBK = FP8MOE_GEMM_TILE_K;          /* K per stage: one scale block, one 128-byte swizzle row */
+constexpr int kBox = 128;                        /* weight rows per TMA box */
+constexpr int kUnitRows = 2 * kBox;              /* weight rows per unit */
+constexpr int kStages = FP8MOE_STREAM_STAGES;
+constexpr int kConsumers = 128;                  /* one warpgroup: warps 0–3 */
+constexpr int kThreads = kConsumers + 32;        /* + the producer warp */
+constexpr int kLag = 2;                          /* cp.async groups in flight per gathering lane before publishing */
+constexpr int kBoxBytes = kBox * kBK;
+constexpr int kXBytes = kRows * kBK;
+constexpr int kEpiPitch = kUnitRows + 4;
+constexpr int kPartial = FP8MOE_STREAM_PARTIAL_FLOATS; /* floats of one partial tile: 32 per consumer thread */
+static_assert(kRows == 16 && kBK == 128, "16-row tiles, 128-wide scale blocks");
+static_assert(kPartial == 4 * (kRows / 2) * kConsumers, "4 M blocks × N/2 accumulators × 128 threads");
+static_assert(kStages > kLag, "the gathering producer publishes kLag stages late");
+
+struct Stage {
+  uint8_t w[2][kBoxBytes]; /* two 128-row boxes: GEMM1 gate rows then up rows; GEMM2 columns n0.., n0+128.. */
+  uint8_t x[kXBytes];      /* the tile's 16 token rows, K-major, 128-byte swizzle (two 8-row core groups) */
+};
+static_assert(sizeof(Stage) % 1024 == 0, "the 128-byte swizzle repeats every 1024 bytes: tiles stay aligned");
+
+struct Smem {
+  Stage st[kStages];
+  float epi[kRows][kEpiPitch]; /* the finished unit, token-major, for coalesced epilogue stores */
+  uint64_t full[kStages];
+  uint64_t empty[kStages];
+  int32_t last; /* the fixup's verdict, broadcast to the consumers */
+};
+constexpr size_t kSmemBytes = sizeof(Smem) + 1024; /* + slack to align the dynamic buffer to 1024 */
+static_assert(kSmemBytes <= 232448, "within the 227 KB a Hopper CTA may have");
+
+#if FP8MOE_SM90A
+/* What every thread of a CTA derives identically: the work, this CTA's iteration range. */
+struct Range {
+  int32_t tiles, col_units, kblocks;
+  int64_t work, ctas, begin, end;
+};
+
+__device__ __forceinline__ Range range_of(int32_t tiles, int32_t col_units, int32_t kblocks) {
+  Range r;
+  r.tiles = tiles;
+  r.col_units = col_units;
+  r.kblocks = kblocks;
+  r.work = static_cast<int64_t>(tiles > 0 ? tiles : 0) * col_units * kblocks;
+  r.ctas = fp8moe_split_ctas(gridDim.x, r.work);
+  r.begin = r.end = 0;
+  if (static_cast<int64_t>(blockIdx.x) < r.ctas) {
+    r.begin = fp8moe_split_begin(blockIdx.x, r.work, r.ctas);
+    r.end = fp8moe_split_begin(static_cast<int64_t>(blockIdx.x) + 1, r.work, r.ctas);
+  }
+  return r;
+}
+
+using sm90::desc_sw128;
+using sm90::fence_proxy_async;
+using sm90::mbar_arrive;
+using sm90::mbar_arrive_expect_tx;
+using sm90::mbar_wait;
+using sm90::wgmma_commit;
+using sm90::wgmma_fence;
+
+/* A word an earlier kernel wrote, read at gpu scope (from L2: never a stale L1 line). */
+__device__ __forceinline__ int32_t ld_relaxed(const int32_t* p) {
+  int32_t v;
+  asm volatile("ld.relaxed.gpu.global.b32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+
+/* Named barrier of the consumer warpgroup (id 1; 0 is __syncthreads). */
+__device__ __forceinline__ void consumer_sync() { asm volatile("bar.sync 1, %0;\n" ::"n"(kConsumers) : "memory"); }
+
+template <int R>
+__device__ __forceinline__ void fence_acc(float (&d)[R]) {
+#pragma unroll
+  for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+
+/* d (+)= A(64×32 weights, desc_a) · B(N×32 tokens, desc_b)ᵀ, N = 8 or 16; accumulate = 0 overwrites d.
+ * Per thread (warp q of the warpgroup, lane 4g + t): d[4j + h] is weight row 16q + g + 8·(h ≥ 2), token
+ * 8j + 2t + (h & 1). */
+__device__ __forceinline__ void wgmma_e4m3(float (&d)[4], uint64_t desc_a, uint64_t desc_b, uint32_t accumulate) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %6, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3 {%0, %1, %2, %3}, %4, %5, p, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "l"(desc_a), "l"(desc_b), "r"(accumulate));
+}
+__device__ __forceinline__ void wgmma_e4m3(float (&d)[8], uint64_t desc_a, uint64_t desc_b, uint32_t accumulate) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %10, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n16k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7}, %8, %9, p, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
+      : "l"(desc_a), "l"(desc_b), "r"(accumulate));
+}
+
+/* Accumulator element i of a thread: weight row inside its 64-row M block, token (column), and the index
+ * of the token among the thread's N/4 tokens. */
+__device__ __forceinline__ int acc_row(int i) { return 16 * ((threadIdx.x % 128) / 32) + (threadIdx.x % 32) / 4 + 8 * ((i >> 1) & 1); }
+__device__ __forceinline__ int acc_tok(int i) { return 8 * (i >> 2) + 2 * (threadIdx.x % 4) + (i & 1); }
+__device__ __forceinline__ int acc_tok_index(int i) { return 2 * (i >> 2) + (i & 1); }
+/* The thread's b-th token (b < N/4). */
+__device__ __forceinline__ int tok_of_index(int b) { return 8 * (b >> 1) + 2 * (threadIdx.x % 4) + (b & 1); }
+
+__device__ __forceinline__ float activate(int32_t act, float g, float u) {
+  if (act == FP8MOE_ACTIVATION_GEGLU) return 0.5f * g * (1.0f + erff(g / 1.41421356237309505f)) * u;
+  return g / (1.0f + expf(-g)) * u;
+}
+
+/* The tile's rows as one consumer warp sees them: lane l < 16 holds sorted_slots[row0 + l]; real rows come
+ * first (the permutation pads each expert's rows at the end of its last tile). */
+struct TileRows {
+  int32_t slot; /* this lane's row's slot (lanes ≥ 16: −1) */
+  int real;     /* real rows in the tile */
+};
+__device__ __forceinline__ TileRows tile_rows(const int32_t* sorted_slots, int64_t row0) {
+  const int lane = threadIdx.x % 32;
+  TileRows t;
+  t.slot = lane < kRows ? sorted_slots[row0 + lane] : -1;
+  t.real = __popc(__ballot_sync(0xffffffffu, t.slot >= 0));
+  return t;
+}
+
+/* ------------------------------------------------------------------------------------------ consumers */
+/* Blocks [kb0, kb1) of one unit from the ring (position `it` on): acc[m] is M block m (64 weight rows:
+ * box m / 2, half m % 2). The block scales are read before the full barrier's wait, so their latency hides
+ * under it: cx(b, kb) of the thread's b-th token, cw(box, kb) of a weight box. */
+template <int N, bool BLOCK, class XScale, class WScale>
+__device__ __forceinline__ void consume(Smem& sm, int kb0, int kb1, uint32_t& it, float (&acc)[4][N / 2], XScale cx,
+                                        WScale cw) {
+  constexpr int R = N / 2, B = N / 4;
+  float p[4][R];
+#pragma unroll
+  for (int m = 0; m < 4; ++m)
+#pragma unroll
+    for (int i = 0; i < R; ++i) acc[m][i] = p[m][i] = 0.0f;
+#pragma unroll 1
+  for (int kb = kb0; kb < kb1; ++kb, ++it) {
+    float sx[B], sw[2];
+    if (BLOCK) {
+#pragma unroll
+      for (int b = 0; b < B; ++b) sx[b] = cx(b, kb);
+      sw[0] = cw(0, kb);
+      sw[1] = cw(1, kb);
+    }
+    const int s = static_cast<int>(it % kStages);
+    mbar_wait(&sm.full[s], (it / kStages) & 1u);
+    const uint64_t db = desc_sw128(sm.st[s].x);
+    wgmma_fence();
+#pragma unroll
+    for (int m = 0; m < 4; ++m) fence_acc(p[m]);
+#pragma unroll
+    for (int m = 0; m < 4; ++m) {
+      const uint64_t da = desc_sw128(sm.st[s].w[m >> 1] + (m & 1) * (64 * kBK));
+#pragma unroll
+      for (int kk = 0; kk < kBK / 32; ++kk) wgmma_e4m3(p[m], da + 2 * kk, db + 2 * kk, kk > 0);
+    }
+    wgmma_commit();
+    sm90::wgmma_wait<0>();
+#pragma unroll
+    for (int m = 0; m < 4; ++m) fence_acc(p[m]);
+    mbar_arrive(&sm.empty[s]); /* this thread's wgmmas on the stage are complete */
+#pragma unroll
+    for (int m = 0; m < 4; ++m)
+#pragma unroll
+      for (int i = 0; i < R; ++i) {
+        if (BLOCK) acc[m][i] += p[m][i] * sx[acc_tok_index(i)] * sw[m >> 1];
+        else acc[m][i] += p[m][i];
+      }
+  }
+}
+
+/* After this CTA's segment of a unit: true when the unit is finished here (not split, or the last segment to
+ * arrive), with acc then holding the whole sum (segments in K order). Partial tiles are laid out [element]
+ * [thread], so each consumer thread stores and loads its own column of the tile (coalesced). */
+template <int N>
+__device__ __forceinline__ bool fixup(Smem& sm, const fp8moe_split_segment& seg, float* partials, uint32_t* counters,
+                                      float (&acc)[4][N / 2]) {
+  constexpr int R = N / 2;
+  if (seg.first == seg.last) return true;
+  const int ct = threadIdx.x;
+  const int me = static_cast<int>(blockIdx.x);
+  float* mine = partials + (static_cast<size_t>(me) * 2 + seg.slot) * kPartial;
+#pragma unroll
+  for (int m = 0; m < 4; ++m)
+#pragma unroll
+    for (int i = 0; i < R; ++i) __stcg(mine + (m * R + i) * kConsumers + ct, acc[m][i]);
+  __threadfence(); /* the partial is visible at gpu scope before the counter says it is there */
+  consumer_sync();
+  if (ct == 0) {
+    const uint32_t segments = static_cast<uint32_t>(seg.last - seg.first + 1);
+    sm.last = atomicAdd(counters + seg.first, 1u) == segments - 1u;
+  }
+  consumer_sync();
+  const bool last = sm.last != 0;
+  if (!last) return false; /* sm.last is written again only after the next unit's first consumer_sync */
+  __threadfence(); /* acquire: every other segment's partial is visible */
+  float tot[4][R] = {};
+#pragma unroll 1
+  for (int c = seg.first; c <= seg.last; ++c) {
+    const float* src = partials + (static_cast<size_t>(c) * 2 + fp8moe_split_slot_of(c, seg.first)) * kPartial;
+#pragma unroll
+    for (int m = 0; m < 4; ++m)
+#pragma unroll
+      for (int i = 0; i < R; ++i) {
+        const float v = c == me ? acc[m][i] : __ldcg(src + (m * R + i) * kConsumers + ct);
+        tot[m][i] = c == seg.first ? v : tot[m][i] + v;
+      }
+  }
+#pragma unroll
+  for (int m = 0; m < 4; ++m)
+#pragma unroll
+    for (int i = 0; i < R; ++i) acc[m][i] = tot[m][i];
+  if (ct == 0) counters[seg.first] = 0u; /* every segment has arrived: ready for the next kernel or run */
+  return true;
+}
+
+/* ------------------------------------------------------------------------------------------- producer */
+/* GEMM1's producer warp: per stage lane 0 loads the unit's gate box and up box of W13[e] (32 KB, expect_tx),
+ * and every lane gathers 4 16-byte chunks of the tile's token rows (lane l: row l % 16, chunks 4·(l / 16)..+3)
+ * into the swizzled B layout (chunk c of row r at 16·(c ^ (r % 8))), padding rows zero-filled. */
+__device__ __forceinline__ void produce1(const fp8moe_gemm1_args& a, const CUtensorMap& map_w, Smem& sm,
+                                         const Range& rg) {
+  const int lane = threadIdx.x % 32, r = lane % kRows, c0 = 4 * (lane / kRows);
+  uint32_t it = 0;
+  for (int64_t i = rg.begin; i < rg.end;) {
+    const int64_t u = i / rg.kblocks;
+    const int tile = static_cast<int>(u % rg.tiles);
+    const int32_t n0 = static_cast<int32_t>(u / rg.tiles) * kBox;
+    const int32_t e = a.tile_expert[tile];
+    const int32_t slot = a.sorted_slots[static_cast<int64_t>(tile) * kRows + r];
+    const int bytes = slot >= 0 ? 16 : 0;
+    const uint8_t* src = slot >= 0 ? a.x + static_cast<int64_t>(slot / a.K) * a.x_stride : a.x;
+    const int32_t gate_row = (a.gate_first ? 0 : a.I) + n0, up_row = (a.gate_first ? a.I : 0) + n0;
+    const int kb1 = static_cast<int>((rg.end - u * rg.kblocks) < rg.kblocks ? rg.end - u * rg.kblocks : rg.kblocks);
+#pragma unroll 1
+    for (int kb = static_cast<int>(i - u * rg.kblocks); kb < kb1; ++kb, ++i, ++it) {
+      const int s = static_cast<int>(it % kStages);
+      mbar_wait(&sm.empty[s], ((it / kStages) & 1u) ^ 1u);
+      if (lane == 0) {
+        mbar_arrive_expect_tx(&sm.full[s], 2 * kBoxBytes);
+        sm90::tma_load_3d(sm.st[s].w[0], &map_w, &sm.full[s], kb * kBK, gate_row, e);
+        sm90::tma_load_3d(sm.st[s].w[1], &map_w, &sm.full[s], kb * kBK, up_row, e);
+      }
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const int c = c0 + j;
+        cp_async_16(sm.st[s].x + r * kBK + ((c ^ (r & 7)) << 4), src + static_cast<int64_t>(kb) * kBK + 16 * c, bytes);
+      }
+      cp_async_commit();
+      if (it >= static_cast<uint32_t>(kLag)) {
+        cp_async_wait_group<kLag>();
+        fence_proxy_async(); /* the gathered rows (generic proxy) before the wgmmas that read them (async proxy) */
+        mbar_arrive(&sm.full[(it - kLag) % kStages]);
+      }
+    }
+  }
+  cp_async_wait_group<0>();
+  fence_proxy_async();
+  for (uint32_t j = it > static_cast<uint32_t>(kLag) ? it - kLag : 0u; j < it; ++j) mbar_arrive(&sm.full[j % kStages]);
+}
+
+/* GEMM2's producer (lane 0): per stage the unit's two boxes of W2[e] (output columns n0.., n0+128..) and the
+ * tile's 16 a2q rows (one 16 × 128 box of the 2-D map [rows, I]): 34 KB, expect_tx. The first min(kStages,
+ * iterations) stages get their weight boxes before griddepcontrol.wait (the file comment says why that is
+ * safe) and their a2q boxes right after it; their full barriers' expect_tx already counts both. */
+__device__ __forceinline__ void produce2(const fp8moe_gemm2_args& a, const CUtensorMap& map_w,
+                                         const CUtensorMap& map_x, Smem& sm, const Range& rg) {
+  const int64_t early = rg.end - rg.begin < kStages ? rg.end - rg.begin : kStages;
+  auto x_box = [&](uint32_t pos, int64_t i) {
+    const int64_t u = i / rg.kblocks;
+    const int kb = static_cast<int>(i - u * rg.kblocks);
+    const int tile = static_cast<int>(u % rg.tiles);
+    const int s = static_cast<int>(pos % kStages);
+    sm90::tma_load_2d(sm.st[s].x, &map_x, &sm.full[s], kb * kBK, tile * kRows);
+  };
+  uint32_t it = 0;
+  for (int64_t i = rg.begin; i < rg.end; ++i, ++it) {
+    if (it == static_cast<uint32_t>(early)) { /* the weights of the first stages are on their way */
+      wait_prior();
+      allow_next();
+      for (uint32_t j = 0; j < it; ++j) x_box(j, rg.begin + j);
+    }
+    const int64_t u = i / rg.kblocks;
+    const int kb = static_cast<int>(i - u * rg.kblocks);
+    const int tile = static_cast<int>(u % rg.tiles);
+    const int32_t n0 = static_cast<int32_t>(u / rg.tiles) * kUnitRows;
+    const int32_t e = ld_relaxed(a.tile_expert + tile);
+    const int s = static_cast<int>(it % kStages);
+    mbar_wait(&sm.empty[s], ((it / kStages) & 1u) ^ 1u);
+    mbar_arrive_expect_tx(&sm.full[s], 2 * kBoxBytes + kXBytes);
+    sm90::tma_load_3d(sm.st[s].w[0], &map_w, &sm.full[s], kb * kBK, n0, e);
+    sm90::tma_load_3d(sm.st[s].w[1], &map_w, &sm.full[s], kb * kBK, n0 + kBox, e); /* rows ≥ H: zeros */
+    if (it >= static_cast<uint32_t>(early)) x_box(it, i);
+  }
+  if (it <= static_cast<uint32_t>(early)) { /* all of this CTA's stages were early ones (or there were none) */
+    wait_prior();
+    allow_next();
+    for (uint32_t j = 0; j < it; ++j) x_box(j, rg.begin + j);
+  }
+}
+
+/* ----------------------------------------------------------------------------------------------- GEMM1 */
+/* Unit (tile, 128-column group) finished: dequantize (TENSOR/ROW), weight by token, activate (gate and up of a
+ * column are the same element of M blocks m and m + 2), then through shared memory 8 threads per token
+ * requantize the token's 128 columns (the group's amax is CTA-local) as gemm_decode.cu does. */
+template <int SCALE, int N>
+__device__ __forceinline__ void epilogue1(const fp8moe_gemm1_args& a, Smem& sm, float (&acc)[4][N / 2], int32_t e,
+                                          int64_t row0, int32_t n0, const TileRows& tr) {
+  constexpr int R = N / 2, B = N / 4;
+  const int ct = threadIdx.x, lane = ct % 32;
+  const int32_t gate_row = (a.gate_first ? 0 : a.I) + n0, up_row = (a.gate_first ? a.I : 0) + n0;
+  float sx[B], tw[B];
+#pragma unroll
+  for (int b = 0; b < B; ++b) {
+    const int32_t slot = __shfl_sync(0xffffffffu, tr.slot, tok_of_index(b));
+    const int32_t t = slot >= 0 ? slot / a.K : -1;
+    sx[b] = 0.0f;
+    if (SCALE == FP8MOE_SCALE_TENSOR) sx[b] = kref_at(a.x_scale, 0) * kref_at(a.w_scale, e);
+    if (SCALE == FP8MOE_SCALE_ROW) sx[b] = t >= 0 ? kref_at(a.x_scale, t) : 0.0f;
+    tw[b] = (a.token_weight && slot >= 0) ? a.token_weight[slot] : 1.0f;
+  }
+  consumer_sync(); /* the previous unit's requantization is done reading epi */
+#pragma unroll
+  for (int m = 0; m < 2; ++m)
+#pragma unroll
+    for (int i = 0; i < R; ++i) {
+      const int row = 64 * m + acc_row(i), b = acc_tok_index(i);
+      float h[2] = {acc[m][i], acc[m + 2][i]};
+      const int32_t nrow[2] = {gate_row, up_row};
+#pragma unroll
+      for (int k = 0; k < 2; ++k) {
+        float v = h[k];
+        if (SCALE == FP8MOE_SCALE_TENSOR) v = v * sx[b];
+        else if (SCALE == FP8MOE_SCALE_ROW) v = v * sx[b] * kref_at(a.w_scale, e, nrow[k] + row);
+        h[k] = a.token_weight ? v * tw[b] : v;
+      }
+      sm.epi[acc_tok(i)][row] = activate(a.activation, h[0], h[1]);
+    }
+  consumer_sync();
+  /* Thread → token r, column pairs c = 2·(ct % 8) + 16k of the group's 128. */
+  const int r = ct / 8, q = ct % 8;
+  const bool live = r < N; /* rows past N of a tile with ≤ 8 real rows are padding: never written */
+  float v[16];
+  float mx = 0.0f;
+#pragma unroll
+  for (int k = 0; k < 8; ++k) {
+    v[2 * k] = live ? sm.epi[r][2 * q + 16 * k] : 0.0f;
+    v[2 * k + 1] = live ? sm.epi[r][2 * q + 16 * k + 1] : 0.0f;
+    mx = fmaxf(mx, fmaxf(finite_abs(v[2 * k]), finite_abs(v[2 * k + 1])));
+  }
+#pragma unroll
+  for (int o = 1; o < 8; o <<= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+  const int64_t grow = row0 + r;
+  if (a.requant == FP8MOE_REQ_FUSED_GROUP || a.requant == FP8MOE_REQ_FUSED_STATIC) {
+    const float s = a.requant == FP8MOE_REQ_FUSED_GROUP ? dynamic_scale(mx) : kref_at(a.a2_static, 0);
+    if (live) {
+#pragma unroll
+      for (int k = 0; k < 8; ++k)
+        *reinterpret_cast<uint16_t*>(a.a2q + grow * a.I + n0 + 2 * q + 16 * k) = e4m3x2(v[2 * k] / s, v[2 * k + 1] / s);
+      if (a.requant == FP8MOE_REQ_FUSED_GROUP && q == 0) a.a2s[grow * (a.I / kBK) + n0 / kBK] = s;
+    }
+  } else {
+    if (live)
+#pragma unroll
+      for (int k = 0; k < 8; ++k)
+        *reinterpret_cast<float2*>(a.inter + grow * a.I + n0 + 2 * q + 16 * k) = make_float2(v[2 * k], v[2 * k + 1]);
+    if (a.requant == FP8MOE_REQ_DEFERRED_ROW) {
+      if (live && q == 0) atomic_amax(a.amax + grow, mx);
+    } else {
+      mx = warp_max(mx);
+      if (lane == 0) atomic_amax(a.amax, mx);
+    }
+  }
+}
+
+template <int SCALE, int N>
+__device__ __forceinline__ void unit1(const fp8moe_gemm1_args& a, Smem& sm, const fp8moe_split_segment& seg,
+                                      uint32_t& it, int32_t e, int64_t row0, int32_t n0, const TileRows& tr) {
+  constexpr int B = N / 4;
+  const int32_t nb[2] = {((a.gate_first ? 0 : a.I) + n0) / kBK, ((a.gate_first ? a.I : 0) + n0) / kBK};
+  int32_t tok[B];
+#pragma unroll
+  for (int b = 0; b < B; ++b) {
+    const int32_t slot = __shfl_sync(0xffffffffu, tr.slot, tok_of_index(b));
+    tok[b] = slot >= 0 ? slot / a.K : -1;
+  }
+  float acc[4][N / 2];
+  auto cx = [&](int b, int kb) { return tok[b] >= 0 ? kref_at(a.x_scale, tok[b], kb) : 0.0f; };
+  auto cw = [&](int box, int kb) { return kref_at(a.w_scale, e, nb[box], kb); };
+  consume<N, SCALE == FP8MOE_SCALE_BLOCK>(sm, seg.kb0, seg.kb1, it, acc, cx, cw);
+  if (fixup<N>(sm, seg, a.stream_partials, a.stream_counters, acc)) epilogue1<SCALE, N>(a, sm, acc, e, row0, n0, tr);
+}
+#endif
+
+template <int SCALE>
+__global__ void __launch_bounds__(kThreads, 1)
+    gemm1_stream_kernel(const __grid_constant__ fp8moe_gemm1_args a, const __grid_constant__ CUtensorMap map_w) {
+#if FP8MOE_SM90A
+  extern __shared__ uint8_t smem_raw[];
+  Smem& sm = *reinterpret_cast<Smem*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~static_cast<uintptr_t>(1023));
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kStages; ++s) {
+      sm90::mbar_init(&sm.full[s], 1 + 32); /* lane 0's expect_tx + every gathering lane */
+      sm90::mbar_init(&sm.empty[s], kConsumers);
+    }
+    sm90::mbar_init_fence();
+  }
+  __syncthreads();
+  wait_prior(); /* x, its scales and the expert-sorted rows come from the kernels before */
+  allow_next();
+  const Range rg = range_of(*a.num_tiles, a.I / kBox, a.H / kBK);
+  if (rg.begin >= rg.end) return;
+  if (threadIdx.x >= kConsumers) {
+    produce1(a, map_w, sm, rg);
+    return;
+  }
+  uint32_t it = 0;
+  for (int64_t i = rg.begin; i < rg.end;) {
+    const int64_t u = i / rg.kblocks;
+    const int tile = static_cast<int>(u % rg.tiles);
+    const int32_t n0 = static_cast<int32_t>(u / rg.tiles) * kBox;
+    const fp8moe_split_segment seg = fp8moe_split_segment_of(u, rg.kblocks, rg.begin, rg.end, rg.work, rg.ctas);
+    const int64_t row0 = static_cast<int64_t>(tile) * kRows;
+    const TileRows tr = tile_rows(a.sorted_slots, row0);
+    const int32_t e = a.tile_expert[tile];
+    if (tr.real > 8) unit1<SCALE, 16>(a, sm, seg, it, e, row0, n0, tr);
+    else unit1<SCALE, 8>(a, sm, seg, it, e, row0, n0, tr);
+    i += seg.kb1 - seg.kb0;
+  }
+#elif defined(__CUDA_ARCH__)
+  (void)a;
+  (void)map_w;
+  __trap(); /* the plan selects this kernel only where the sm_90a SASS loads */
+#endif
+}
+
+/* ----------------------------------------------------------------------------------------------- GEMM2 */
+#if FP8MOE_SM90A
+/* Unit (tile, 256 output columns) finished: through shared memory, 8 threads per token store bf16 pairs of
+ * its columns (< H) into y's row of the token's slot; padding rows are not stored. */
+template <int SCALE, int N>
+__device__ __forceinline__ void epilogue2(const fp8moe_gemm2_args& a, Smem& sm, float (&acc)[4][N / 2], int32_t e,
+                                          int64_t row0, int32_t n0, const TileRows& tr) {
+  constexpr int R = N / 2;
+  const int ct = threadIdx.x;
+  consumer_sync(); /* the previous unit's stores are done reading epi */
+#pragma unroll
+  for (int m = 0; m < 4; ++m)
+#pragma unroll
+    for (int i = 0; i < R; ++i) sm.epi[acc_tok(i)][64 * m + acc_row(i)] = acc[m][i];
+  consumer_sync();
+  const int r = ct / 8, q = ct % 8;
+  const int32_t slot = __shfl_sync(0xffffffffu, tr.slot, r);
+  if (r >= N || slot < 0) return;
+  float st = 0.0f;
+  if (SCALE == FP8MOE_SCALE_TENSOR) st = kref_at(a.a2_scale, 0) * kref_at(a.w_scale, e);
+  if (SCALE == FP8MOE_SCALE_ROW) st = kref_at(a.a2_scale, row0 + r);
+  uint16_t* yrow = a.y + static_cast<int64_t>(slot) * a.H;
+#pragma unroll 4
+  for (int k = 0; k < kUnitRows / 16; ++k) {
+    const int c = 2 * q + 16 * k, col = n0 + c;
+    if (col >= a.H) break;
+    float v0 = sm.epi[r][c], v1 = sm.epi[r][c + 1];
+    if (SCALE == FP8MOE_SCALE_TENSOR) {
+      v0 *= st;
+      v1 *= st;
+    } else if (SCALE == FP8MOE_SCALE_ROW) {
+      v0 = v0 * st * kref_at(a.w_scale, e, col);
+      v1 = v1 * st * kref_at(a.w_scale, e, col + 1);
+    }
+    *reinterpret_cast<uint32_t*>(yrow + col) = y_bf16x2(v0, v1);
+  }
+}
+
+template <int SCALE, int N>
+__device__ __forceinline__ void unit2(const fp8moe_gemm2_args& a, Smem& sm, const fp8moe_split_segment& seg,
+                                      uint32_t& it, int32_t e, int64_t row0, int32_t n0, const TileRows& tr) {
+  const int32_t hb = a.H / kBK; /* weight-scale blocks along H: the out-of-bounds box reads the last one */
+  const int32_t nb[2] = {n0 / kBK, n0 / kBK + 1 < hb ? n0 / kBK + 1 : hb - 1};
+  float acc[4][N / 2];
+  auto cx = [&](int b, int kb) { return kref_at(a.a2_scale, row0 + tok_of_index(b), kb); };
+  auto cw = [&](int box, int kb) { return kref_at(a.w_scale, e, nb[box], kb); };
+  consume<N, SCALE == FP8MOE_SCALE_BLOCK>(sm, seg.kb0, seg.kb1, it, acc, cx, cw);
+  if (fixup<N>(sm, seg, a.stream_partials, a.stream_counters, acc)) epilogue2<SCALE, N>(a, sm, acc, e, row0, n0, tr);
+}
+#endif
+
+template <int SCALE>
+__global__ void __launch_bounds__(kThreads, 1)
+    gemm2_stream_kernel(const __grid_constant__ fp8moe_gemm2_args a, const __grid_constant__ CUtensorMap map_x,
+                        const __grid_constant__ CUtensorMap map_w) {
+#if FP8MOE_SM90A
+  extern __shared__ uint8_t smem_raw[];
+  Smem& sm = *reinterpret_cast<Smem*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~static_cast<uintptr_t>(1023));
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kStages; ++s) {
+      sm90::mbar_init(&sm.full[s], 1); /* the producer's expect_tx */
+      sm90::mbar_init(&sm.empty[s], kConsumers);
+    }
+    sm90::mbar_init_fence();
+  }
+  __syncthreads();
+  const int32_t col_units = (a.H + kUnitRows - 1) / kUnitRows, kblocks = a.I / kBK;
+  if (threadIdx.x >= kConsumers) {
+    if (threadIdx.x == kConsumers) {
+      const Range rg = range_of(ld_relaxed(a.num_tiles), col_units, kblocks);
+      produce2(a, map_w, map_x, sm, rg);
+    }
+    return;
+  }
+  wait_prior(); /* a2q, its scales come from GEMM1 (or the row quantization); counters and partials are free */
+  allow_next();
+  const Range rg = range_of(*a.num_tiles, col_units, kblocks);
+  uint32_t it = 0;
+  for (int64_t i = rg.begin; i < rg.end;) {
+    const int64_t u = i / rg.kblocks;
+    const int tile = static_cast<int>(u % rg.tiles);
+    const int32_t n0 = static_cast<int32_t>(u / rg.tiles) * kUnitRows;
+    const fp8moe_split_segment seg = fp8moe_split_segment_of(u, rg.kblocks, rg.begin, rg.end, rg.work, rg.ctas);
+    const int64_t row0 = static_cast<int64_t>(tile) * kRows;
+    const TileRows tr = tile_rows(a.sorted_slots, row0);
+    const int32_t e = a.tile_expert[tile];
+    if (tr.real > 8) unit2<SCALE, 16>(a, sm, seg, it, e, row0, n0, tr);
+    else unit2<SCALE, 8>(a, sm, seg, it, e, row0, n0, tr);
+    i += seg.kb1 - seg.kb0;
+  }
+#elif defined(__CUDA_ARCH__)
+  (void)a;
+  (void)map_x;
+  (void)map_w;
+  __trap(); /* the plan selects this kernel only where the sm_90a SASS loads */
+#endif
+}
+
+using Kernel1 = void (*)(fp8moe_gemm1_args, CUtensorMap);
+using Kernel2 = void (*)(fp8moe_gemm2_args, CUtensorMap, CUtensorMap);
+
+Kernel1 kernel1_for(int32_t scale_mode) {
+  if (scale_mode == FP8MOE_SCALE_BLOCK) return gemm1_stream_kernel<FP8MOE_SCALE_BLOCK>;
+  if (scale_mode == FP8MOE_SCALE_ROW) return gemm1_stream_kernel<FP8MOE_SCALE_ROW>;
+  return gemm1_stream_kernel<FP8MOE_SCALE_TENSOR>;
+}
+Kernel2 kernel2_for(int32_t scale_mode) {
+  if (scale_mode == FP8MOE_SCALE_BLOCK) return gemm2_stream_kernel<FP8MOE_SCALE_BLOCK>;
+  if (scale_mode == FP8MOE_SCALE_ROW) return gemm2_stream_kernel<FP8MOE_SCALE_ROW>;
+  return gemm2_stream_kernel<FP8MOE_SCALE_TENSOR>;
+}
+
+/* What both launchers refuse: 16-row tiles, the fixup's workspace, a grid within the workspace's slots. */
+bool shape_ok(int32_t tile_m, const float* partials, const uint32_t* counters, int32_t max_ctas) {
+  return tile_m == kRows && partials != nullptr && counters != nullptr && max_ctas >= 1 &&
+         max_ctas <= FP8MOE_STREAM_MAX_CTAS;
+}
+
+}  // namespace
+}  // namespace stream
+}  // namespace fp8moe
+
+extern "C" int fp8moe_launch_gemm1_stream(const fp8moe_gemm1_args* a, cudaStream_t stream) {
+  using namespace fp8moe::stream;
+  if (a->max_tiles == 0) return cudaSuccess;
+  if (!shape_ok(a->tile_m, a->stream_partials, a->stream_counters, a->max_ctas)) return cudaErrorInvalidValue;
+  CUtensorMap mw;
+  const uint64_t dw[3] = {static_cast<uint64_t>(a->H), 2 * static_cast<uint64_t>(a->I),
+                          static_cast<uint64_t>(a->E_local)};
+  const uint64_t sw[2] = {static_cast<uint64_t>(a->w_stride_n), static_cast<uint64_t>(a->w_stride_e)};
+  const int e = fp8moe_sm90_encode(a->tma_encode, &mw, a->w, 3, dw, sw, kBK, kBox);
+  if (e != 0) return e;
+  return static_cast<int>(fp8moe::launch_pdl(kernel1_for(a->scale_mode), dim3(static_cast<unsigned>(a->max_ctas)),
+                                             dim3(kThreads), kSmemBytes, stream, *a, mw));
+}
+
+extern "C" int fp8moe_launch_gemm2_stream(const fp8moe_gemm2_args* a, cudaStream_t stream) {
+  using namespace fp8moe::stream;
+  if (a->max_tiles == 0) return cudaSuccess;
+  if (!shape_ok(a->tile_m, a->stream_partials, a->stream_counters, a->max_ctas)) return cudaErrorInvalidValue;
+  CUtensorMap mx, mw;
+  const uint64_t rows = static_cast<uint64_t>(a->max_tiles) * kRows;
+  const uint64_t dx[2] = {static_cast<uint64_t>(a->I), rows}, sx[1] = {static_cast<uint64_t>(a->I)};
+  const uint64_t dw[3] = {static_cast<uint64_t>(a->I), static_cast<uint64_t>(a->H), static_cast<uint64_t>(a->E_local)};
+  const uint64_t sw[2] = {static_cast<uint64_t>(a->w_stride_n), static_cast<uint64_t>(a->w_stride_e)};
+  int e = fp8moe_sm90_encode(a->tma_encode, &mx, a->a2q, 2, dx, sx, kBK, kRows);
+  if (e == 0) e = fp8moe_sm90_encode(a->tma_encode, &mw, a->w, 3, dw, sw, kBK, kBox);
+  if (e != 0) return e;
+  return static_cast<int>(fp8moe::launch_pdl(kernel2_for(a->scale_mode), dim3(static_cast<unsigned>(a->max_ctas)),
+                                             dim3(kThreads), kSmemBytes, stream, *a, mx, mw));
+}
+
+/* One CTA per SM, at most FP8MOE_STREAM_MAX_CTAS: the shared-memory limits raised, one CTA resident per SM
+ * for every instantiation; 0 (the plan keeps the register path) when the device refuses or a query fails. */
+extern "C" int fp8moe_prepare_gemm_stream(int32_t sm_count, int32_t* ctas) {
+  using namespace fp8moe::stream;
+  *ctas = 0;
+  const int32_t modes[3] = {FP8MOE_SCALE_TENSOR, FP8MOE_SCALE_BLOCK, FP8MOE_SCALE_ROW};
+  for (int i = 0; i < 3; ++i) {
+    int n1 = 0, n2 = 0;
+    if (cudaFuncSetAttribute(kernel1_for(modes[i]), cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             static_cast<int>(kSmemBytes)) != cudaSuccess ||
+        cudaFuncSetAttribute(kernel2_for(modes[i]), cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             static_cast<int>(kSmemBytes)) != cudaSuccess ||
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n1, kernel1_for(modes[i]), kThreads, kSmemBytes) != cudaSuccess ||
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n2, kernel2_for(modes[i]), kThreads, kSmemBytes) != cudaSuccess) {
+      (void)cudaGetLastError(); /* not an error of the context: the stream kernels just stay unused */
+      return cudaSuccess;
+    }
+    if (n1 < 1 || n2 < 1) return cudaSuccess;
+  }
+  *ctas = sm_count < FP8MOE_STREAM_MAX_CTAS ? sm_count : FP8MOE_STREAM_MAX_CTAS;
+  return cudaSuccess;
+}

@@ -1,0 +1,60 @@
+/* stream_split.h — how the weight-streaming decode GEMMs (gemm_stream_sm90.cu) share their work over a
+ * persistent grid without wave quantization (docs/GPU.md "Weight-streaming decode GEMMs"): the flattened
+ * iteration space of `units` units × `kblocks` 128-K blocks (unit-major) is cut into `ctas` contiguous,
+ * nearly equal ranges, CTA c taking iterations [begin(c), begin(c + 1)), begin(c) = ⌊c·W / ctas⌋,
+ * W = units·kblocks (stream-K). A unit whose blocks fall into more than one CTA's range is split: each CTA
+ * computes its segment and, except the last to finish, leaves an fp32 partial tile in the workspace; the
+ * last one sums the segments in K order (CTA order) and runs the epilogue. Every split unit is the last unit
+ * that starts in its first CTA, so that CTA's number names the unit's arrival counter, and a CTA holds at
+ * most two segments of split units: the one its range starts inside (partial slot 0) and the one its range
+ * ends inside that started in it (slot 1). ctas = fp8moe_split_ctas(grid, W) ≥ 1 throughout. Compiled as C too: the host unit test (test_cuda_plan.c) checks
+ * the cover, the inverse and the slot rule for many shapes. */
+#ifndef FP8MOE_KERNELS_STREAM_SPLIT_H
+#define FP8MOE_KERNELS_STREAM_SPLIT_H
+
+#include <stdint.h>
+
+#if defined(__CUDACC__)
+#define FP8MOE_SPLIT_FN __host__ __device__ __forceinline__
+#else
+#define FP8MOE_SPLIT_FN static inline
+#endif
+
+/* CTAs that take part: at most one per iteration, so that every taking part has a non-empty range (then the
+ * CTAs first..last of a split unit all hold a segment of it); the others of the grid exit at once. */
+FP8MOE_SPLIT_FN int64_t fp8moe_split_ctas(int64_t grid, int64_t work) { return work < grid ? work : grid; }
+
+/* First iteration of CTA c (0 ≤ c ≤ ctas; begin(ctas) = W). W·ctas < 2^63. */
+FP8MOE_SPLIT_FN int64_t fp8moe_split_begin(int64_t c, int64_t work, int64_t ctas) { return c * work / ctas; }
+
+/* The CTA whose range holds iteration i (0 ≤ i < W): the largest c with begin(c) ≤ i, i.e. c·W < (i + 1)·ctas. */
+FP8MOE_SPLIT_FN int64_t fp8moe_split_cta_of(int64_t i, int64_t work, int64_t ctas) {
+  return ((i + 1) * ctas - 1) / work;
+}
+
+/* One CTA's share of unit u: blocks [kb0, kb1) of it; first and last CTA of the unit (first == last: the unit
+ * is not split); slot: the partial slot this segment uses when split (0: the segment starts the CTA's range
+ * inside the unit; 1: the segment starts the unit). */
+typedef struct fp8moe_split_segment {
+  int32_t kb0, kb1;
+  int32_t first, last;
+  int32_t slot;
+} fp8moe_split_segment;
+
+FP8MOE_SPLIT_FN fp8moe_split_segment fp8moe_split_segment_of(int64_t u, int64_t kblocks, int64_t begin, int64_t end,
+                                                             int64_t work, int64_t ctas) {
+  fp8moe_split_segment s;
+  const int64_t u0 = u * kblocks, u1 = u0 + kblocks;
+  const int64_t b = begin > u0 ? begin : u0, e = end < u1 ? end : u1;
+  s.kb0 = (int32_t)(b - u0);
+  s.kb1 = (int32_t)(e - u0);
+  s.first = (int32_t)fp8moe_split_cta_of(u0, work, ctas);
+  s.last = (int32_t)fp8moe_split_cta_of(u1 - 1, work, ctas);
+  s.slot = b == u0 ? 1 : 0;
+  return s;
+}
+
+/* The partial slot CTA c used for unit u (c in [first, last]): 1 for the unit's first CTA, else 0. */
+FP8MOE_SPLIT_FN int32_t fp8moe_split_slot_of(int64_t c, int64_t first) { return c == first ? 1 : 0; }
+
+#endif /* FP8MOE_KERNELS_STREAM_SPLIT_H */
