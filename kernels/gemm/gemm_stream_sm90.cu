@@ -92,6 +92,8 @@ __device__ __forceinline__ Range range_of(int32_t tiles, int32_t col_units, int3
 }
 
 using sm90::desc_sw128;
+using sm90::fence_acc;
+using sm90::wgmma_e4m3;
 using sm90::fence_proxy_async;
 using sm90::mbar_arrive;
 using sm90::mbar_arrive_expect_tx;
@@ -108,30 +110,6 @@ __device__ __forceinline__ int32_t ld_relaxed(const int32_t* p) {
 
 /* Named barrier of the consumer warpgroup (id 1; 0 is __syncthreads). */
 __device__ __forceinline__ void consumer_sync() { asm volatile("bar.sync 1, %0;\n" ::"n"(kConsumers) : "memory"); }
-
-template <int R>
-__device__ __forceinline__ void fence_acc(float (&d)[R]) {
-#pragma unroll
-  for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
-}
-
-/* d (+)= A(64×32 weights, desc_a) · B(N×32 tokens, desc_b)ᵀ, N = 8 or 16; accumulate = 0 overwrites d.
- * Per thread (warp q of the warpgroup, lane 4g + t): d[4j + h] is weight row 16q + g + 8·(h ≥ 2), token
- * 8j + 2t + (h & 1). */
-__device__ __forceinline__ void wgmma_e4m3(float (&d)[4], uint64_t desc_a, uint64_t desc_b, uint32_t accumulate) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %6, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3 {%0, %1, %2, %3}, %4, %5, p, 1, 1;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "l"(desc_a), "l"(desc_b), "r"(accumulate));
-}
-__device__ __forceinline__ void wgmma_e4m3(float (&d)[8], uint64_t desc_a, uint64_t desc_b, uint32_t accumulate) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %10, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n16k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7}, %8, %9, p, 1, 1;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
-      : "l"(desc_a), "l"(desc_b), "r"(accumulate));
-}
 
 /* Accumulator element i of a thread: weight row inside its 64-row M block, token (column), and the index
  * of the token among the thread's N/4 tokens. */
