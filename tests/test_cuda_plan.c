@@ -178,7 +178,7 @@ static void picks(void) {
          "T=512 (MEDIUM): the wgmma tiles, opt-in or not");
   const fp8moe_problem h384s = problem(1, 384, 256, 64, 2, 0x10000);
   EXPECT(kernel_of(FP8MOE_GEMM2, 90, &h384s, str) == FP8MOE_GEMM_STREAM_SM90,
-         "H = 384: the stream GEMM2 (its last unit's second box is out of bounds)");
+         "H = 384: the stream GEMM2 (its last unit has one box)");
   EXPECT(fp8moe_cuda_plan_stream_workspace(90, &one) && fp8moe_cuda_plan_stream_workspace(90, &t32) &&
              !fp8moe_cuda_plan_stream_workspace(90, &t512) && !fp8moe_cuda_plan_stream_workspace(90, &big) &&
              !fp8moe_cuda_plan_stream_workspace(100, &one) && !fp8moe_cuda_plan_stream_workspace(89, &t32),

@@ -15,7 +15,8 @@
  *    the CPU backend's association; other formats acc += part and the scales in the epilogue).
  *  - Work: units of 256 weight rows of one tile — GEMM1 128 gate + 128 up rows of one 128-column group (the
  *    fused 1×128 requantization's amax stays in the CTA), GEMM2 256 output columns (the last unit of an H
- *    not a multiple of 256 reads its second box out of bounds: zero-filled by TMA, never stored) — tile
+ *    not a multiple of 256 has no second box: not loaded, that half computed from stale bytes, never
+ *    stored) — tile
  *    fastest, each unit kblocks = K/128 iterations; the iterations are split evenly over the grid
  *    (stream-K, stream_split.h): no wave quantization. A unit cut between CTAs is finished
  *    deterministically: each segment stores its fp32 partial tile in the workspace and bumps the unit's
@@ -277,8 +278,9 @@ __device__ __forceinline__ void produce1(const fp8moe_gemm1_args& a, const CUten
   for (uint32_t j = it > static_cast<uint32_t>(kLag) ? it - kLag : 0u; j < it; ++j) mbar_arrive(&sm.full[j % kStages]);
 }
 
-/* GEMM2's producer (lane 0): per stage the unit's two boxes of W2[e] (output columns n0.., n0+128..) and the
- * tile's 16 a2q rows (one 16 × 128 box of the 2-D map [rows, I]): 34 KB, expect_tx. The first min(kStages,
+/* GEMM2's producer (lane 0): per stage the unit's two boxes of W2[e] (output columns n0.., n0+128..; one
+ * where n0 + 128 = H) and the tile's 16 a2q rows (one 16 × 128 box of the 2-D map [rows, I]): 34 KB,
+ * expect_tx. The first min(kStages,
  * iterations) stages get their weight boxes before griddepcontrol.wait (the file comment says why that is
  * safe) and their a2q boxes right after it; their full barriers' expect_tx already counts both. */
 __device__ __forceinline__ void produce2(const fp8moe_gemm2_args& a, const CUtensorMap& map_w,
@@ -305,9 +307,13 @@ __device__ __forceinline__ void produce2(const fp8moe_gemm2_args& a, const CUten
     const int32_t e = ld_relaxed(a.tile_expert + tile);
     const int s = static_cast<int>(it % kStages);
     mbar_wait(&sm.empty[s], ((it / kStages) & 1u) ^ 1u);
-    mbar_arrive_expect_tx(&sm.full[s], 2 * kBoxBytes + kXBytes);
+    /* The last unit of an H that is an odd multiple of 128 has no second box: it is not loaded, so nothing
+     * rests on how TMA counts a box wholly out of bounds; the consumer's wgmmas on that half read whatever
+     * the stage holds (an M row never mixes into another), and the epilogue stores no column ≥ H. */
+    const bool second = n0 + kBox < a.H;
+    mbar_arrive_expect_tx(&sm.full[s], (second ? 2 : 1) * kBoxBytes + kXBytes);
     sm90::tma_load_3d(sm.st[s].w[0], &map_w, &sm.full[s], kb * kBK, n0, e);
-    sm90::tma_load_3d(sm.st[s].w[1], &map_w, &sm.full[s], kb * kBK, n0 + kBox, e); /* rows ≥ H: zeros */
+    if (second) sm90::tma_load_3d(sm.st[s].w[1], &map_w, &sm.full[s], kb * kBK, n0 + kBox, e);
     if (it >= static_cast<uint32_t>(early)) x_box(it, i);
   }
   if (it <= static_cast<uint32_t>(early)) { /* all of this CTA's stages were early ones (or there were none) */
