@@ -185,10 +185,10 @@ static void picks(void) {
          "the stream workspace exactly where a stream row can match");
   /* The shapes of test_gpu_sweep's decode rows (T, H, I, E, K), in every format: the decode pair, so the
    * sweep runs it there. */
-  const int64_t sweep[5][5] = {{12, 384, 256, 64, 2}, {16, 256, 384, 128, 4}, {2, 2304, 640, 8, 2},
-                               {25, 256, 256, 128, 2}, {1, 512, 384, 64, 4}};
+  const int64_t sweep[6][5] = {{12, 384, 256, 64, 2}, {16, 256, 384, 128, 4}, {2, 2304, 640, 8, 2},
+                               {25, 256, 256, 128, 2}, {1, 512, 384, 64, 4},  {8, 256, 384, 16, 1}};
   const int32_t formats[3] = {FP8MOE_QUANT_FP8_PER_TENSOR, FP8MOE_QUANT_FP8_BLOCK128, FP8MOE_QUANT_FP8_PER_CHANNEL};
-  for (int i = 0; i < 5; ++i)
+  for (int i = 0; i < 6; ++i)
     for (int f = 0; f < 3; ++f) {
       fp8moe_problem d = problem(sweep[i][0], sweep[i][1], sweep[i][2], (int32_t)sweep[i][3], (int32_t)sweep[i][4],
                                  0x10000);

@@ -376,6 +376,18 @@ static void decode_rows_on(suite* s, const char* tag) {
     c.seed = 7400 + (uint64_t)f;
     generate_and_compare(s, &c, tag);
   }
+  /* (f) the token weight on an e4m3 input, applied in GEMM1's epilogue (LLAMA4 routing, K = 1): T = 8 over
+   * E = 16 is TINY. */
+  for (size_t f = 0; f < sizeof formats / sizeof formats[0]; ++f) {
+    if (s->quick && f != 1) continue;
+    pg_config c;
+    base_config(&c, FP8MOE_ROUTING_LLAMA4, formats[f], 3);
+    c.T = 8;
+    c.hidden_dtype = TEST_E4M3;
+    c.gate_up_order = f % 2 ? FP8MOE_GATE_UP_UP_FIRST : FP8MOE_GATE_UP_GATE_FIRST;
+    c.seed = 7500 + (uint64_t)f;
+    generate_and_compare(s, &c, tag);
+  }
 }
 
 /* The decode rows on the default context (on cc 9.0 the stream pair, elsewhere the register pair). */
