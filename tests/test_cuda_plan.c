@@ -268,8 +268,8 @@ static void sm90_variants(void) {
   EXPECT(clusters_are(0), "FALLBACK=mn: n wins, one-CTA GEMMs");
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "12dpcstqruo", 1);
   EXPECT(clusters_are(0), "FALLBACK=12dpcstqruo: no clusters");
-  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "12dpcst", 1);
-  EXPECT(variant_is(overlap, grouped, grouped), "FALLBACK=12dpcst: the sm90 variant is untouched");
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "12dkjpcst", 1);
+  EXPECT(variant_is(overlap, grouped, grouped) && clusters_are(0), "FALLBACK=12dkjpcst: the sm90 variant is untouched");
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "o", 1);
   EXPECT(variant_is(overlap, grouped, column), "FALLBACK=o: GEMM2 column-block major, GEMM1 grouped");
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "u", 1);
@@ -281,7 +281,9 @@ static void sm90_variants(void) {
   const uint32_t sm90 = FP8MOE_PLAN_NEEDS_SM90_GEMM1 | FP8MOE_PLAN_NEEDS_SM90_GEMM2;
   const uint32_t all_prologues = FP8MOE_PROLOGUE_CLUSTER | FP8MOE_PROLOGUE_BLOCK;
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "qroumn", 1);
-  EXPECT((fp8moe_cuda_plan_context_offers(1, 1, 1) & sm90) == sm90 &&
+  EXPECT((fp8moe_cuda_plan_context_offers(1, 1, 1) & (sm90 | FP8MOE_PLAN_NEEDS_STREAM)) ==
+                 (sm90 | FP8MOE_PLAN_NEEDS_STREAM) &&
+             !(fp8moe_cuda_plan_context_offers(1, 1, 1) & FP8MOE_PLAN_NEEDS_STREAM_SMALL) &&
              fp8moe_cuda_plan_context_prologue() == all_prologues && fp8moe_cuda_plan_context_permute_chunks(),
          "FALLBACK=qroumn: both sm90 GEMMs, both prologues and the chunked permutation still offered");
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "q", 1);

@@ -76,7 +76,7 @@ typedef struct fp8moe_sm90_variant {
  * early-release main loop ("q" wins when both are named), "u" the ungrouped orders of before (GEMM1
  * column-block major, GEMM2 tile major), "o" GEMM2 column-block major (wins over "u" for GEMM2), "m" both
  * GEMMs in 2-CTA clusters with TMA multicast of the shared weights, "n" the one-CTA GEMMs (wins over "m").
- * Letters of the other switches ("1", "2", "d", "p", "c", "s") leave it. */
+ * Letters of the other switches ("1", "2", "d", "k", "j", "p", "c", "s") leave it. */
 fp8moe_sm90_variant fp8moe_cuda_plan_context_sm90_variant(void);
 
 /* The grouped order's tiles per group (FP8MOE_SM90_ORDER_GROUPED): as many 64-row tiles as keep one group's
