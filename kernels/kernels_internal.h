@@ -51,6 +51,7 @@ typedef struct fp8moe_routing_args {
   float* weights;          /* [T*K] workspace */
   fp8moe_kout ids_out;     /* optional [T,K] int32 (data NULL when absent) */
   fp8moe_kout weights_out; /* optional [T,K] fp32 */
+  int32_t v1;              /* 1: the previous routing and slot-list instruction sequences (FALLBACK 'w', A/B) */
 } fp8moe_routing_args;
 int fp8moe_launch_routing(const fp8moe_routing_args* a, cudaStream_t stream);
 
