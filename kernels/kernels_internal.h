@@ -145,6 +145,7 @@ typedef struct fp8moe_prologue_args {
   int32_t single_block;            /* 1: the one-block variant (T ≤ FP8MOE_PROLOGUE_BLOCK_MAX_TOKENS), 0: the cluster */
   uint32_t* zero_rows;             /* per-row amax zeroed by every block (NULL: none) */
   int64_t n_zero_rows;
+  int32_t warm_code;               /* 1: idle routing warps run route_token's later phases early (code warming) */
 } fp8moe_prologue_args;
 int fp8moe_launch_prologue(const fp8moe_prologue_args* a, cudaStream_t stream);
 /* At context creation: *usable = 1 when the routing cluster fits the current device (else the host keeps the

@@ -61,6 +61,16 @@ __host__ __device__ __forceinline__ bool is_grouped(const fp8moe_routing_args& r
   return r.method == FP8MOE_ROUTING_DEEPSEEK_V3 && r.n_group > 1 && r.topk_group < r.n_group;
 }
 
+/* Code warming (docs/GPU.md "Small-T prologue"): after a flushed L2 the routing warp's ~1,500 instructions
+ * (~24 KB, DeepSeek-V3) come from HBM as it reaches them, one sequential stream per SM. Idle warps w ≥ n of a
+ * block that routes (the first four) each run route_token from a later phase (keys, groups, top-K, weights)
+ * on placeholder values and discard the result, so those phases' lines are fetched in parallel with the
+ * routing warp's loads and earlier phases instead of after them. 0: this warp does not warm. */
+__device__ __forceinline__ int warm_phase(int w, int n) {
+  const int i = w - n;
+  return i >= 0 && i < kPhaseWeights ? kPhaseKeys + i : 0;
+}
+
 /* ⌊x / tile_m⌋ by one multiply-high: magic = ⌈2^32 / tile_m⌉ (tile_m = 1 overflows it: x itself), exact while
  * x·tile_m < 2^32 — the argument of routing_token.cuh's group test; here x < T·K + (E + 1)·tile_m
  * (≤ 512 + 257·256) and tile_m ≤ 256. A runtime integer division is ~20 dependent instructions. */
@@ -219,15 +229,18 @@ __global__ void __cluster_dims__(kRouteBlocks, 1, 1) __launch_bounds__(kThreads,
       precomputed_slot(a.pre, qt, 0, &e, &token_wt);
     }
   } else {
-    /* Routing blocks: warp w of block r routes tokens r + 8w (+ 256). A quantizing block whose token weight
-     * applies to the input: warp 0 routes its token (one call site, so one inlined copy of the routing code). */
-    const int32_t first = quant_block ? qt : rank + kRouteBlocks * warp;
-    const int32_t last = quant_block ? (a.q.token_weight && warp == 0 ? qt + 1 : 0) : a.r.T;
-    const int32_t step = quant_block ? 1 : kRouteBlocks * kWarps;
-    for (int32_t t = first; t < last; t += step) {
+    /* Routing blocks: warp w of block r routes token r + 8w (T ≤ 64 < 8 × 32: one token per warp at most). A
+     * quantizing block whose token weight applies to the input: warp 0 routes its token (one call site, so one
+     * inlined copy of the routing code). A warp of a routing block with no token (r + 8w ≥ T, in a block that
+     * routes some) may warm the code: one pass from its phase (warm_phase) on token 0, results discarded. */
+    const int32_t idle = rank < T ? warp - (T - rank + kRouteBlocks - 1) / kRouteBlocks : -1;
+    const int from = kV1 || quant_block || !a.warm_code || idle < 0 ? 0 : warm_phase(idle, 0);
+    const int32_t t = quant_block ? qt : (from > 0 ? 0 : rank + kRouteBlocks * warp);
+    const bool routes = quant_block ? (a.q.token_weight != nullptr && warp == 0) : (t < T || from > 0);
+    if (routes) {
       int32_t e;
       float w;
-      if (route_token<PL, kV1>(a.r, t, gkey + warp * a.r.E, &e, &w)) {
+      if (route_token<PL, kV1>(a.r, t, gkey + warp * a.r.E, &e, &w, from) && from == 0) {
         if (!quant_block) {
           store_route(a.r, t, lane, e, w);
           ids0[t * a.r.K + lane] = e;
@@ -285,7 +298,9 @@ __global__ void __launch_bounds__(kBlockThreads, 1) prologue_block_kernel(fp8moe
     if (a.zero_words && tid < a.n_zero_words) a.zero_words[tid] = 0u;
     if (tid == 0) skipped = 0;
     for (int e = tid; e < n_local; e += kBlockThreads) count[e] = 0;
-    __syncthreads();
+    /* The PRECOMPUTED intake counts into skipped right away; routing touches count and skipped only after the
+     * barrier that follows it, so its warps start on their loads without waiting here. */
+    if (kV1 || a.precomputed) __syncthreads();
   }
   if (a.precomputed) {
     if (!quant_block) {
@@ -306,11 +321,12 @@ __global__ void __launch_bounds__(kBlockThreads, 1) prologue_block_kernel(fp8moe
      * its token (one call site, so one inlined copy of the routing code). Warp-uniform: route_token is
      * warp-collective. */
     const int32_t t = quant_block ? qt : warp;
-    const bool routes = quant_block ? (a.q.token_weight != nullptr && warp == 0) : warp < T;
+    const int from = kV1 || quant_block || !a.warm_code ? 0 : warm_phase(warp, T);
+    const bool routes = quant_block ? (a.q.token_weight != nullptr && warp == 0) : (warp < T || from > 0);
     if (routes) {
       int32_t e;
       float w;
-      if (route_token<PL, kV1>(a.r, t, gkey + warp * a.r.E, &e, &w)) {
+      if (route_token<PL, kV1>(a.r, from > 0 ? 0 : t, gkey + warp * a.r.E, &e, &w, from) && from == 0) {
         if (!quant_block) {
           store_route(a.r, t, lane, e, w);
           ids[t * a.r.K + lane] = e;

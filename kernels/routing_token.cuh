@@ -237,13 +237,21 @@ __device__ __forceinline__ bool weight_is_post(int32_t m) {
          m == FP8MOE_ROUTING_DEEPSEEK_V3;
 }
 
+/* The phases of route_token, in order; route_token(…, from) starts at phase `from`. */
+constexpr int kPhaseLoad = 0, kPhaseKeys = 1, kPhaseGroups = 2, kPhaseTopK = 3, kPhaseWeights = 4;
+
 /* Routes token t with the calling warp (all 32 lanes, converged). Lane k < K gets slot k: *e_out (global
  * expert id) and *w_out (× routed_scaling_factor); returns lane < K. gkey: E floats of this warp's shared
  * memory when DeepSeek-V3 limits groups, else unused. kV1: the previous instruction sequence (FALLBACK 'w',
- * the A/B switch; docs/GPU.md "Routing"): the same bits, more instructions on the critical path. */
+ * the A/B switch; docs/GPU.md "Routing"): the same bits, more instructions on the critical path.
+ * from > 0 (the small-T prologue's idle warps only; docs/GPU.md "Small-T prologue", code warming): skip the
+ * phases before `from` and run the rest on placeholder values (distinct per register, so mostly the branches
+ * of a real token), reading no memory but the parameters and writing only gkey; the result is meaningless and
+ * the caller discards it. The point is to pull the later phases' instructions into the SM's instruction
+ * caches while the routing warp is still in an earlier phase. */
 template <int PL, bool kV1 = false>
 __device__ __forceinline__ bool route_token(const fp8moe_routing_args& a, int64_t t, float* gkey, int32_t* e_out,
-                                            float* w_out) {
+                                            float* w_out, int from = kPhaseLoad) {
   const int lane = threadIdx.x % 32;
   const int32_t method = a.method, E = a.E;
   const bool with_bias = method == FP8MOE_ROUTING_DEEPSEEK_V3 && a.bias.data != nullptr;
@@ -252,95 +260,104 @@ __device__ __forceinline__ bool route_token(const fp8moe_routing_args& a, int64_
   if (kV1) {
     load_lane_v1<PL>(a.logits, t * a.logits.s[0], a.logits.s[1], E, lane, logit);
     if (with_bias) load_lane_v1<PL>(a.bias, 0, a.bias.s[0], E, lane, key);
-  } else {
+  } else if (from <= kPhaseLoad) {
     load_lane<PL>(a.logits, t * a.logits.s[0], a.logits.s[1], E, lane, logit);
     if (with_bias) load_lane<PL>(a.bias, 0, a.bias.s[0], E, lane, key);
-  }
-
-  /* Sanitize: NaN/−Inf unselectable (−Inf), +Inf → FLT_MAX; the max selectable logit for the softmax. */
-  float m = -INFINITY;
-  bool selectable[PL];
-#pragma unroll
-  for (int j = 0; j < PL; ++j) {
-    float s = logit[j];
-    selectable[j] = lane + 32 * j < E && !(isnan(s) || s == -INFINITY);
-    if (s == INFINITY) s = FLT_MAX;
-    logit[j] = s;
-    if (selectable[j]) m = fmaxf(m, s);
-  }
-  /* Only the softmax over all experts uses m (five dependent shuffles otherwise wasted on the chain). */
-  if (kV1 || softmax_over_all(method)) m = warp_max(m);
-
-  /* Selection keys; with post_weight, logit[j] becomes the value the weight is made of (weight_is_post). */
-  float denom = 0.0f;
-  if (softmax_over_all(method)) {
-    float part = 0.0f;
-#pragma unroll
-    for (int j = 0; j < PL; ++j) {
-      key[j] = selectable[j] ? fp8moe_rm_exp(logit[j] - m) : 0.0f;
-      if (selectable[j]) part += key[j];
-    }
-    denom = warp_sum(part);
-#pragma unroll
-    for (int j = 0; j < PL; ++j) {
-      key[j] = selectable[j] ? key[j] / denom : -INFINITY;
-      if (post_weight) logit[j] = key[j]; /* = e^(s − m) / Σ, the weight (read only where selectable) */
-    }
-  } else if (method == FP8MOE_ROUTING_SIGMOID || method == FP8MOE_ROUTING_SIGMOID_RENORM ||
-             method == FP8MOE_ROUTING_DEEPSEEK_V3) {
-    /* One site for both (code size: every unrolled sigmoid is ~40 instructions): a sigmoid is never −0 or
-     * NaN, so "+ 0" leaves it unchanged and the NaN test only ever fires for DeepSeek-V3's bias. */
-#pragma unroll
-    for (int j = 0; j < PL; ++j) {
-      const float sg = fp8moe_rm_sigmoid(logit[j]);
-      const float k2 = sg + (with_bias ? key[j] : 0.0f);
-      key[j] = selectable[j] ? (isnan(k2) ? -INFINITY : k2) : -INFINITY;
-      if (post_weight) logit[j] = sg; /* σ(s), the weight */
-    }
-    if (method == FP8MOE_ROUTING_DEEPSEEK_V3 && a.n_group > 1 && a.topk_group < a.n_group)
-      limit_groups<PL, kV1>(a, lane, key, gkey);
   } else {
 #pragma unroll
-    for (int j = 0; j < PL; ++j) key[j] = selectable[j] ? logit[j] : -INFINITY; /* raw logits */
+    for (int j = 0; j < PL; ++j) logit[j] = key[j] = static_cast<float>(lane + 32 * j); /* placeholders */
   }
 
-  /* Top-K: per round the largest order word, then the lowest index holding it; lane k keeps slot k. */
-  uint32_t ord[PL];
+  float m = -INFINITY;
+  float denom = 0.0f;
+  bool selectable[PL];
 #pragma unroll
-  for (int j = 0; j < PL; ++j) ord[j] = lane + 32 * j < E ? order_word(key[j]) : 0u;
-  uint32_t best;
-  int best_j;
-  float best_logit;
-  pick_lane_best<PL, kV1>(ord, logit, best, best_j, best_logit);
+  for (int j = 0; j < PL; ++j) selectable[j] = lane + 32 * j < E;
+  if (from <= kPhaseKeys) {
+    /* Sanitize: NaN/−Inf unselectable (−Inf), +Inf → FLT_MAX; the max selectable logit for the softmax. */
+#pragma unroll
+    for (int j = 0; j < PL; ++j) {
+      float s = logit[j];
+      selectable[j] = lane + 32 * j < E && !(isnan(s) || s == -INFINITY);
+      if (s == INFINITY) s = FLT_MAX;
+      logit[j] = s;
+      if (selectable[j]) m = fmaxf(m, s);
+    }
+    /* Only the softmax over all experts uses m (five dependent shuffles otherwise wasted on the chain). */
+    if (kV1 || softmax_over_all(method)) m = warp_max(m);
+
+    /* Selection keys; with post_weight, logit[j] becomes the value the weight is made of (weight_is_post). */
+    if (softmax_over_all(method)) {
+      float part = 0.0f;
+#pragma unroll
+      for (int j = 0; j < PL; ++j) {
+        key[j] = selectable[j] ? fp8moe_rm_exp(logit[j] - m) : 0.0f;
+        if (selectable[j]) part += key[j];
+      }
+      denom = warp_sum(part);
+#pragma unroll
+      for (int j = 0; j < PL; ++j) {
+        key[j] = selectable[j] ? key[j] / denom : -INFINITY;
+        if (post_weight) logit[j] = key[j]; /* = e^(s − m) / Σ, the weight (read only where selectable) */
+      }
+    } else if (method == FP8MOE_ROUTING_SIGMOID || method == FP8MOE_ROUTING_SIGMOID_RENORM ||
+               method == FP8MOE_ROUTING_DEEPSEEK_V3) {
+      /* One site for both (code size: every unrolled sigmoid is ~40 instructions): a sigmoid is never −0 or
+       * NaN, so "+ 0" leaves it unchanged and the NaN test only ever fires for DeepSeek-V3's bias. */
+#pragma unroll
+      for (int j = 0; j < PL; ++j) {
+        const float sg = fp8moe_rm_sigmoid(logit[j]);
+        const float k2 = sg + (with_bias ? key[j] : 0.0f);
+        key[j] = selectable[j] ? (isnan(k2) ? -INFINITY : k2) : -INFINITY;
+        if (post_weight) logit[j] = sg; /* σ(s), the weight */
+      }
+    } else {
+#pragma unroll
+      for (int j = 0; j < PL; ++j) key[j] = selectable[j] ? logit[j] : -INFINITY; /* raw logits */
+    }
+  }
+  if (from <= kPhaseGroups && method == FP8MOE_ROUTING_DEEPSEEK_V3 && a.n_group > 1 && a.topk_group < a.n_group)
+    limit_groups<PL, kV1>(a, lane, key, gkey);
+
+  /* Top-K: per round the largest order word, then the lowest index holding it; lane k keeps slot k. */
   int32_t my_e = 0;
   bool my_valid = false; /* the key was above −Inf when picked (else a weight-0 filler) */
   float s = 0.0f;        /* the sanitized logit (post_weight: its post value) of slot lane */
-  for (int32_t k = 0; k < a.K; ++k) {
-    const uint32_t top = lanes_max(best);
-    int owner;
-    uint32_t idx;
-    const uint32_t tied = kV1 ? 0u : __ballot_sync(0xffffffffu, best == top);
-    if (!kV1 && __popc(tied) == 1) {
-      /* One lane holds the maximum (the usual case): it is the owner; no second reduction. */
-      owner = __ffs(tied) - 1;
-      idx = static_cast<uint32_t>(owner + 32 * __shfl_sync(0xffffffffu, best_j, owner));
-    } else {
-      idx = lanes_min(best == top ? static_cast<uint32_t>(lane + 32 * best_j) : 0xFFFFFFFFu);
-      owner = static_cast<int>(idx % 32);
-    }
-    const float ls = __shfl_sync(0xffffffffu, best_logit, owner);
-    if (lane == k) {
-      my_e = static_cast<int32_t>(idx);
-      my_valid = top > kOrderedMinusInf;
-      s = ls;
-    }
-    if (lane == owner) {
+  if (from <= kPhaseTopK) {
+    uint32_t ord[PL];
 #pragma unroll
-      for (int j = 0; j < PL; ++j)
-        if (j == best_j) ord[j] = 0u;
-      pick_lane_best<PL, kV1>(ord, logit, best, best_j, best_logit);
+    for (int j = 0; j < PL; ++j) ord[j] = lane + 32 * j < E ? order_word(key[j]) : 0u;
+    uint32_t best;
+    int best_j;
+    float best_logit;
+    pick_lane_best<PL, kV1>(ord, logit, best, best_j, best_logit);
+    for (int32_t k = 0; k < a.K; ++k) {
+      const uint32_t top = lanes_max(best);
+      int owner;
+      uint32_t idx;
+      const uint32_t tied = kV1 ? 0u : __ballot_sync(0xffffffffu, best == top);
+      if (!kV1 && __popc(tied) == 1) {
+        /* One lane holds the maximum (the usual case): it is the owner; no second reduction. */
+        owner = __ffs(tied) - 1;
+        idx = static_cast<uint32_t>(owner + 32 * __shfl_sync(0xffffffffu, best_j, owner));
+      } else {
+        idx = lanes_min(best == top ? static_cast<uint32_t>(lane + 32 * best_j) : 0xFFFFFFFFu);
+        owner = static_cast<int>(idx % 32);
+      }
+      const float ls = __shfl_sync(0xffffffffu, best_logit, owner);
+      if (lane == k) {
+        my_e = static_cast<int32_t>(idx);
+        my_valid = top > kOrderedMinusInf;
+        s = ls;
+      }
+      if (lane == owner) {
+#pragma unroll
+        for (int j = 0; j < PL; ++j)
+          if (j == best_j) ord[j] = 0u;
+        pick_lane_best<PL, kV1>(ord, logit, best, best_j, best_logit);
+      }
+      __syncwarp();
     }
-    __syncwarp();
   }
 
   /* Weights: lane k computes slot k from its own logit; sums run in slot order. */

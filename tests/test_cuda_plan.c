@@ -448,15 +448,23 @@ static void permute_rule(void) {
   unsetenv("FP8MOE_CUDA_GEMM_FALLBACK");
 }
 
-/* FALLBACK 'w' (read at context creation) restores the routing's previous instruction sequence, and no other
- * letter does (the A/B switch of docs/GPU.md "Routing"). */
+/* FALLBACK 'w' (read at context creation) restores the routing's previous instruction sequence and 'x' turns the
+ * prologue's code warming off; no other letter does either (the A/B switches of docs/GPU.md "Routing"). */
 static void route_v1_switch(void) {
   unsetenv("FP8MOE_CUDA_GEMM_FALLBACK");
-  EXPECT(fp8moe_cuda_plan_context_route_v1() == 0, "FALLBACK unset: the current routing sequence");
+  EXPECT(fp8moe_cuda_plan_context_route_v1() == 0 && fp8moe_cuda_plan_context_route_warm() == 1,
+         "FALLBACK unset: the current routing sequence, code warming on");
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "w", 1);
   EXPECT(fp8moe_cuda_plan_context_route_v1() == 1, "FALLBACK=w: the previous routing sequence");
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "12dpcsqruomnbfhtkjxy", 1);
   EXPECT(fp8moe_cuda_plan_context_route_v1() == 0, "FALLBACK=12dpcsqruomnbfhtkjxy: the current routing sequence");
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "x", 1);
+  EXPECT(fp8moe_cuda_plan_context_route_v1() == 0 && fp8moe_cuda_plan_context_route_warm() == 0,
+         "FALLBACK=x: the current routing sequence without the prologue's code warming");
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "w", 1);
+  EXPECT(fp8moe_cuda_plan_context_route_warm() == 0, "FALLBACK=w: no code warming (the previous sequences had none)");
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "12dpcsqruomnbfhtkjy", 1);
+  EXPECT(fp8moe_cuda_plan_context_route_warm() == 1, "FALLBACK=12dpcsqruomnbfhtkjy: code warming on");
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "pw", 1);
   EXPECT(fp8moe_cuda_plan_context_route_v1() == 1 && fp8moe_cuda_plan_context_prologue() == FP8MOE_PROLOGUE_SEPARATE,
          "FALLBACK=pw: the previous routing sequence in the separate launches");
