@@ -61,7 +61,7 @@ __host__ __device__ __forceinline__ bool is_grouped(const fp8moe_routing_args& r
   return r.method == FP8MOE_ROUTING_DEEPSEEK_V3 && r.n_group > 1 && r.topk_group < r.n_group;
 }
 
-/* Code warming (docs/GPU.md "Small-T prologue"): after a flushed L2 the routing warp's ~1,500 instructions
+/* Code warming (docs/GPU.md "Routing's critical path"): after a flushed L2 the routing warp's ~1,500 instructions
  * (~24 KB, DeepSeek-V3) come from HBM as it reaches them, one sequential stream per SM. Idle warps w ≥ n of a
  * block that routes (the first four) each run route_token from a later phase (keys, groups, top-K, weights)
  * on placeholder values and discard the result, so those phases' lines are fetched in parallel with the

@@ -449,7 +449,8 @@ static void permute_rule(void) {
 }
 
 /* FALLBACK 'w' (read at context creation) restores the routing's previous instruction sequence and 'x' turns the
- * prologue's code warming off; no other letter does either (the A/B switches of docs/GPU.md "Routing"). */
+ * prologue's code warming off; no other letter does either (the A/B switches of docs/GPU.md "Routing's critical
+ * path"). */
 static void route_v1_switch(void) {
   unsetenv("FP8MOE_CUDA_GEMM_FALLBACK");
   EXPECT(fp8moe_cuda_plan_context_route_v1() == 0 && fp8moe_cuda_plan_context_route_warm() == 1,

@@ -227,14 +227,14 @@ uint32_t fp8moe_cuda_plan_context_prologue(void) {
 }
 
 /* FALLBACK 'w': the routing and slot-list instruction sequences before the critical-path rework (docs/GPU.md
- * "Routing"), the A/B switch; the same bits either way. */
+ * "Routing's critical path"), the A/B switch; the same bits either way. */
 int32_t fp8moe_cuda_plan_context_route_v1(void) {
   const char* off = getenv("FP8MOE_CUDA_GEMM_FALLBACK");
   return off != NULL && strchr(off, 'w') != NULL;
 }
 
-/* The prologue's code warming (idle routing warps run route_token's later phases early; docs/GPU.md "Small-T
- * prologue"): on unless FALLBACK has 'x' (the A/B switch) or 'w' (the previous sequences, which had none). */
+/* The prologue's code warming (idle routing warps run route_token's later phases early; docs/GPU.md "Routing's
+ * critical path"): on unless FALLBACK has 'x' (the A/B switch) or 'w' (the previous sequences, which had none). */
 int32_t fp8moe_cuda_plan_context_route_warm(void) {
   const char* off = getenv("FP8MOE_CUDA_GEMM_FALLBACK");
   return off == NULL || (strchr(off, 'x') == NULL && strchr(off, 'w') == NULL);
