@@ -51,6 +51,7 @@ typedef struct fp8moe_routing_args {
   float* weights;          /* [T*K] workspace */
   fp8moe_kout ids_out;     /* optional [T,K] int32 (data NULL when absent) */
   fp8moe_kout weights_out; /* optional [T,K] fp32 */
+  int32_t v1;              /* 1: the previous routing and slot-list instruction sequences (FALLBACK 'w', A/B) */
 } fp8moe_routing_args;
 int fp8moe_launch_routing(const fp8moe_routing_args* a, cudaStream_t stream);
 
@@ -144,6 +145,7 @@ typedef struct fp8moe_prologue_args {
   int32_t single_block;            /* 1: the one-block variant (T ≤ FP8MOE_PROLOGUE_BLOCK_MAX_TOKENS), 0: the cluster */
   uint32_t* zero_rows;             /* per-row amax zeroed by every block (NULL: none) */
   int64_t n_zero_rows;
+  int32_t warm_code;               /* 1: idle routing warps run route_token's later phases early (code warming) */
 } fp8moe_prologue_args;
 int fp8moe_launch_prologue(const fp8moe_prologue_args* a, cudaStream_t stream);
 /* At context creation: *usable = 1 when the routing cluster fits the current device (else the host keeps the

@@ -61,13 +61,40 @@ __host__ __device__ __forceinline__ bool is_grouped(const fp8moe_routing_args& r
   return r.method == FP8MOE_ROUTING_DEEPSEEK_V3 && r.n_group > 1 && r.topk_group < r.n_group;
 }
 
-/* Block 0's expert-sorted slot list from the ids in shared memory (count[] zeroed, E_local entries), by a block
- * of THREADS threads. */
-template <int THREADS>
-__device__ void build_slot_list(const fp8moe_permute_args& p, const int32_t* ids, int32_t* count, int32_t* start) {
+/* Code warming (docs/GPU.md "Routing's critical path"): after a flushed L2 the routing warp's ~1,500 instructions
+ * (~24 KB, DeepSeek-V3) come from HBM as it reaches them, one sequential stream per SM. Idle warps w ≥ n of a
+ * block that routes (the first four) each run route_token from a later phase (keys, groups, top-K, weights)
+ * on placeholder values and discard the result, so those phases' lines are fetched in parallel with the
+ * routing warp's loads and earlier phases instead of after them. 0: this warp does not warm. */
+__device__ __forceinline__ int warm_phase(int w, int n) {
+  const int i = w - n;
+  return i >= 0 && i < kPhaseWeights ? kPhaseKeys + i : 0;
+}
+
+/* ⌊x / tile_m⌋ by one multiply-high: magic = ⌈2^32 / tile_m⌉ (tile_m = 1 overflows it: x itself), exact while
+ * x·tile_m < 2^32 — the argument of routing_token.cuh's group test; here x < T·K + (E + 1)·tile_m
+ * (≤ 512 + 257·256) and tile_m ≤ 256. A runtime integer division is ~20 dependent instructions. */
+__device__ __forceinline__ int32_t div_tile(int32_t x, int32_t tile_m, uint32_t magic) {
+  return tile_m == 1 ? x : static_cast<int32_t>(__umulhi(static_cast<uint32_t>(x), magic));
+}
+/* ⌈x / tile_m⌉: the tiles of x rows. */
+__device__ __forceinline__ int32_t tiles_of(int32_t x, int32_t tile_m, uint32_t magic) {
+  return div_tile(x + tile_m - 1, tile_m, magic);
+}
+
+/* Block 0's expert-sorted slot list from the ids in shared memory (count[] zeroed, E_local entries; start[] and
+ * cursor[] E_local entries each), by a block of THREADS threads.
+ * kV1 (FALLBACK 'w'): the previous sequence — runtime divisions by tile_m, warp 0's scan loads one count per
+ * dependent step, and a fourth __syncthreads before the fill, because the fill advanced start[] while the
+ * padding loop read it. Now warp 0 issues its ≤ 8 count loads at once, divides by a multiply-high, and fills
+ * from its own cursor[] copy, so the padding stores of the other warps run beside the fill. Same bits. */
+template <int THREADS, bool kV1>
+__device__ void build_slot_list(const fp8moe_permute_args& p, const int32_t* ids, int32_t* count, int32_t* start,
+                                int32_t* cursor) {
   const int tid = threadIdx.x, lane = tid % 32;
   __shared__ int32_t total_tiles;
   const int32_t tile_m = p.tile_m, off = p.local_offset, n_local = p.E_local;
+  const uint32_t magic = tile_m == 1 ? 0u : 0xFFFFFFFFu / static_cast<uint32_t>(tile_m) + 1u;
   for (int32_t i = tid; i < p.TK; i += THREADS) {
     const int32_t e = ids[i] - off;
     if (ids[i] >= 0 && e >= 0 && e < n_local) atomicAdd(&count[e], 1);
@@ -77,31 +104,61 @@ __device__ void build_slot_list(const fp8moe_permute_args& p, const int32_t* ids
   if (tid < 32) {
     const int per = (n_local + 31) / 32;
     const int lo = min(tid * per, n_local), hi = min(lo + per, n_local);
-    int32_t run = 0;
-    for (int e = lo; e < hi; ++e) run += (count[e] + tile_m - 1) / tile_m;
-    int32_t incl = run;
-    for (int o = 1; o < 32; o <<= 1) {
-      const int32_t v = __shfl_up_sync(0xffffffffu, incl, o);
-      if (tid >= o) incl += v;
+    if (kV1) {
+      int32_t run = 0;
+      for (int e = lo; e < hi; ++e) run += (count[e] + tile_m - 1) / tile_m;
+      int32_t incl = run;
+      for (int o = 1; o < 32; o <<= 1) {
+        const int32_t v = __shfl_up_sync(0xffffffffu, incl, o);
+        if (tid >= o) incl += v;
+      }
+      int32_t tile = incl - run;
+      for (int e = lo; e < hi; ++e) {
+        start[e] = tile * tile_m;
+        tile += (count[e] + tile_m - 1) / tile_m;
+      }
+      if (tid == 31) total_tiles = incl;
+    } else {
+      constexpr int kPer = (FP8MOE_PROLOGUE_MAX_EXPERTS + 31) / 32; /* per ≤ kPer: the launcher's E bound */
+      int32_t tiles[kPer];
+      int32_t run = 0;
+#pragma unroll
+      for (int i = 0; i < kPer; ++i) tiles[i] = lo + i < hi ? count[lo + i] : 0;
+#pragma unroll
+      for (int i = 0; i < kPer; ++i) {
+        tiles[i] = tiles_of(tiles[i], tile_m, magic);
+        run += tiles[i];
+      }
+      int32_t incl = run;
+#pragma unroll
+      for (int o = 1; o < 32; o <<= 1) {
+        const int32_t v = __shfl_up_sync(0xffffffffu, incl, o);
+        if (tid >= o) incl += v;
+      }
+      int32_t tile = incl - run;
+#pragma unroll
+      for (int i = 0; i < kPer; ++i) {
+        if (lo + i < hi) {
+          start[lo + i] = tile * tile_m;
+          cursor[lo + i] = tile * tile_m;
+        }
+        tile += tiles[i];
+      }
+      if (tid == 31) total_tiles = incl;
     }
-    int32_t tile = incl - run;
-    for (int e = lo; e < hi; ++e) {
-      start[e] = tile * tile_m;
-      tile += (count[e] + tile_m - 1) / tile_m;
-    }
-    if (tid == 31) total_tiles = incl;
   }
   __syncthreads();
   if (tid == 0) *p.num_tiles = total_tiles;
   for (int e = tid; e < n_local; e += THREADS) {
-    const int32_t tiles = (count[e] + tile_m - 1) / tile_m;
-    const int32_t first = start[e] / tile_m;
+    const int32_t tiles = kV1 ? (count[e] + tile_m - 1) / tile_m : tiles_of(count[e], tile_m, magic);
+    const int32_t first = kV1 ? start[e] / tile_m : div_tile(start[e], tile_m, magic);
     for (int32_t j = 0; j < tiles; ++j) p.tile_expert[first + j] = e;
     for (int32_t r = start[e] + count[e]; r < start[e] + tiles * tile_m; ++r) p.sorted_slots[r] = -1;
   }
-  __syncthreads();
-  /* Warp 0 fills in slot order: start[] becomes each expert's cursor. */
+  if (kV1) __syncthreads();
+  /* Warp 0 fills in slot order: cursor[] (kV1: start[]) is each expert's next row. */
   if (tid >= 32) return;
+  int32_t* next = kV1 ? start : cursor;
   for (int32_t base = 0; base < p.TK; base += 32) {
     const int32_t i = base + lane;
     const int32_t id = i < p.TK ? ids[i] : -1;
@@ -110,19 +167,19 @@ __device__ void build_slot_list(const fp8moe_permute_args& p, const int32_t* ids
     const uint32_t peers = __match_any_sync(0xffffffffu, local ? e : -1);
     const int32_t rank = __popc(peers & ((1u << lane) - 1u));
     if (local) {
-      const int32_t row = start[e] + rank;
+      const int32_t row = next[e] + rank;
       p.sorted_slots[row] = i;
       p.slot_row[i] = row;
     } else if (i < p.TK) {
       p.slot_row[i] = -1;
     }
     __syncwarp();
-    if (local && rank == 0) start[e] += __popc(peers);
+    if (local && rank == 0) next[e] += __popc(peers);
     __syncwarp();
   }
 }
 
-template <int PL>
+template <int PL, bool kV1>
 __global__ void __cluster_dims__(kRouteBlocks, 1, 1) __launch_bounds__(kThreads, 1) prologue_kernel(fp8moe_prologue_args a) {
   extern __shared__ int32_t smem[];
   __shared__ int32_t skipped;
@@ -134,7 +191,8 @@ __global__ void __cluster_dims__(kRouteBlocks, 1, 1) __launch_bounds__(kThreads,
   int32_t* ids = smem;                    /* [TK] */
   int32_t* count = ids + TK;              /* [E_local] */
   int32_t* start = count + n_local;       /* [E_local] */
-  float* gkey = reinterpret_cast<float*>(start + n_local); /* [kWarps × E] when groups are limited */
+  int32_t* cursor = start + n_local;      /* [E_local] */
+  float* gkey = reinterpret_cast<float*>(cursor + n_local); /* [kWarps × E] when groups are limited */
 
   const bool quant_block = blockIdx.x >= kRouteBlocks;
   const int32_t qt = static_cast<int32_t>(blockIdx.x) - kRouteBlocks; /* a quantizing block's token */
@@ -171,15 +229,18 @@ __global__ void __cluster_dims__(kRouteBlocks, 1, 1) __launch_bounds__(kThreads,
       precomputed_slot(a.pre, qt, 0, &e, &token_wt);
     }
   } else {
-    /* Routing blocks: warp w of block r routes tokens r + 8w (+ 256). A quantizing block whose token weight
-     * applies to the input: warp 0 routes its token (one call site, so one inlined copy of the routing code). */
-    const int32_t first = quant_block ? qt : rank + kRouteBlocks * warp;
-    const int32_t last = quant_block ? (a.q.token_weight && warp == 0 ? qt + 1 : 0) : a.r.T;
-    const int32_t step = quant_block ? 1 : kRouteBlocks * kWarps;
-    for (int32_t t = first; t < last; t += step) {
+    /* Routing blocks: warp w of block r routes token r + 8w (T ≤ 64 < 8 × 32: one token per warp at most). A
+     * quantizing block whose token weight applies to the input: warp 0 routes its token (one call site, so one
+     * inlined copy of the routing code). A warp of a routing block with no token (r + 8w ≥ T, in a block that
+     * routes some) may warm the code: one pass from its phase (warm_phase) on token 0, results discarded. */
+    const int32_t idle = rank < T ? warp - (T - rank + kRouteBlocks - 1) / kRouteBlocks : -1;
+    const int from = kV1 || quant_block || !a.warm_code || idle < 0 ? 0 : warm_phase(idle, 0);
+    const int32_t t = quant_block ? qt : (from > 0 ? 0 : rank + kRouteBlocks * warp);
+    const bool routes = quant_block ? (a.q.token_weight != nullptr && warp == 0) : (t < T || from > 0);
+    if (routes) {
       int32_t e;
       float w;
-      if (route_token<PL>(a.r, t, gkey + warp * a.r.E, &e, &w)) {
+      if (route_token<PL, kV1>(a.r, t, gkey + warp * a.r.E, &e, &w, from) && from == 0) {
         if (!quant_block) {
           store_route(a.r, t, lane, e, w);
           ids0[t * a.r.K + lane] = e;
@@ -201,7 +262,7 @@ __global__ void __cluster_dims__(kRouteBlocks, 1, 1) __launch_bounds__(kThreads,
   cluster.sync(); /* every routing block's ids are in block 0's shared memory (release/acquire) */
   if (rank != 0) return;
   if (a.pre.device_status && tid == 0) *a.pre.device_status = skipped; /* 0 when routing from logits */
-  build_slot_list<kThreads>(a.perm, ids, count, start);
+  build_slot_list<kThreads, kV1>(a.perm, ids, count, start, cursor);
 }
 
 /* The one-block variant for the smallest T (docs/GPU.md "Small-T prologue"): block 0 (16 warps) routes token w
@@ -211,7 +272,7 @@ __global__ void __cluster_dims__(kRouteBlocks, 1, 1) __launch_bounds__(kThreads,
  * (arrive/wait before the remote stores, cluster.sync after them) and the distributed-shared-memory stores, and
  * 256 routing warps started where T ≤ 8 of them route. The routing, intake, slot-list and quantization code
  * is the same (route_token, precomputed_slot, build_slot_list, quantize_token), so the bits are the same. */
-template <int PL>
+template <int PL, bool kV1>
 __global__ void __launch_bounds__(kBlockThreads, 1) prologue_block_kernel(fp8moe_prologue_args a) {
   extern __shared__ int32_t smem[];
   __shared__ int32_t skipped;
@@ -223,7 +284,8 @@ __global__ void __launch_bounds__(kBlockThreads, 1) prologue_block_kernel(fp8moe
   int32_t* ids = smem;                    /* [TK] */
   int32_t* count = ids + TK;              /* [E_local] */
   int32_t* start = count + n_local;       /* [E_local] */
-  float* gkey = reinterpret_cast<float*>(start + n_local); /* [kBlockWarps × E] when groups are limited */
+  int32_t* cursor = start + n_local;      /* [E_local] */
+  float* gkey = reinterpret_cast<float*>(cursor + n_local); /* [kBlockWarps × E] when groups are limited */
 
   const bool quant_block = blockIdx.x > 0; /* uniform per block: the barriers below are block-uniform */
   const int32_t qt = static_cast<int32_t>(blockIdx.x) - 1; /* a quantizing block's token */
@@ -236,7 +298,9 @@ __global__ void __launch_bounds__(kBlockThreads, 1) prologue_block_kernel(fp8moe
     if (a.zero_words && tid < a.n_zero_words) a.zero_words[tid] = 0u;
     if (tid == 0) skipped = 0;
     for (int e = tid; e < n_local; e += kBlockThreads) count[e] = 0;
-    __syncthreads();
+    /* The PRECOMPUTED intake counts into skipped right away; routing touches count and skipped only after the
+     * barrier that follows it, so its warps start on their loads without waiting here. */
+    if (kV1 || a.precomputed) __syncthreads();
   }
   if (a.precomputed) {
     if (!quant_block) {
@@ -257,11 +321,12 @@ __global__ void __launch_bounds__(kBlockThreads, 1) prologue_block_kernel(fp8moe
      * its token (one call site, so one inlined copy of the routing code). Warp-uniform: route_token is
      * warp-collective. */
     const int32_t t = quant_block ? qt : warp;
-    const bool routes = quant_block ? (a.q.token_weight != nullptr && warp == 0) : warp < T;
+    const int from = kV1 || quant_block || !a.warm_code ? 0 : warm_phase(warp, T);
+    const bool routes = quant_block ? (a.q.token_weight != nullptr && warp == 0) : (warp < T || from > 0);
     if (routes) {
       int32_t e;
       float w;
-      if (route_token<PL>(a.r, t, gkey + warp * a.r.E, &e, &w)) {
+      if (route_token<PL, kV1>(a.r, from > 0 ? 0 : t, gkey + warp * a.r.E, &e, &w, from) && from == 0) {
         if (!quant_block) {
           store_route(a.r, t, lane, e, w);
           ids[t * a.r.K + lane] = e;
@@ -281,17 +346,20 @@ __global__ void __launch_bounds__(kBlockThreads, 1) prologue_block_kernel(fp8moe
     return;
   }
   if (a.pre.device_status && tid == 0) *a.pre.device_status = skipped; /* 0 when routing from logits */
-  build_slot_list<kBlockThreads>(a.perm, ids, count, start);
+  build_slot_list<kBlockThreads, kV1>(a.perm, ids, count, start, cursor);
 }
 
 template <int PL>
 cudaError_t launch_block(const fp8moe_prologue_args& a, cudaStream_t stream) {
   const int32_t T = a.precomputed ? a.pre.T : a.r.T;
   const bool grouped = !a.precomputed && is_grouped(a.r);
-  const size_t smem = (static_cast<size_t>(a.perm.TK) + 2 * static_cast<size_t>(a.perm.E_local)) * sizeof(int32_t) +
+  const size_t smem = (static_cast<size_t>(a.perm.TK) + 3 * static_cast<size_t>(a.perm.E_local)) * sizeof(int32_t) +
                       (grouped ? static_cast<size_t>(kBlockWarps) * a.r.E * sizeof(float) : 0);
   const unsigned blocks = 1u + (a.quantize ? static_cast<unsigned>(T) : 0u);
-  prologue_block_kernel<PL><<<blocks, kBlockThreads, smem, stream>>>(a);
+  if (a.r.v1)
+    prologue_block_kernel<PL, true><<<blocks, kBlockThreads, smem, stream>>>(a);
+  else
+    prologue_block_kernel<PL, false><<<blocks, kBlockThreads, smem, stream>>>(a);
   return cudaGetLastError();
 }
 
@@ -301,10 +369,13 @@ cudaError_t launch(const fp8moe_prologue_args& a, cudaStream_t stream) {
   const int32_t T = a.precomputed ? a.pre.T : a.r.T;
   const bool grouped = !a.precomputed && is_grouped(a.r);
   const unsigned quant_blocks = a.quantize ? (static_cast<unsigned>(T) + kRouteBlocks - 1) / kRouteBlocks * kRouteBlocks : 0u;
-  const size_t smem = (static_cast<size_t>(a.perm.TK) + 2 * static_cast<size_t>(a.perm.E_local)) * sizeof(int32_t) +
+  const size_t smem = (static_cast<size_t>(a.perm.TK) + 3 * static_cast<size_t>(a.perm.E_local)) * sizeof(int32_t) +
                       (grouped ? static_cast<size_t>(kWarps) * a.r.E * sizeof(float) : 0);
   const unsigned blocks = kRouteBlocks + quant_blocks; /* whole clusters */
-  prologue_kernel<PL><<<blocks, kThreads, smem, stream>>>(a);
+  if (a.r.v1)
+    prologue_kernel<PL, true><<<blocks, kThreads, smem, stream>>>(a);
+  else
+    prologue_kernel<PL, false><<<blocks, kThreads, smem, stream>>>(a);
   return cudaGetLastError();
 }
 
@@ -335,11 +406,13 @@ extern "C" int fp8moe_launch_prologue(const fp8moe_prologue_args* a, cudaStream_
 extern "C" int fp8moe_prepare_prologue(int32_t* usable) {
   using namespace fp8moe;
   *usable = 1;
-  void (*const k[4])(fp8moe_prologue_args) = {prologue_kernel<1>, prologue_kernel<2>, prologue_kernel<4>,
-                                              prologue_kernel<8>};
-  const size_t smem = (FP8MOE_PROLOGUE_MAX_ROWS + 2 * FP8MOE_PROLOGUE_MAX_EXPERTS) * sizeof(int32_t) +
+  void (*const k[8])(fp8moe_prologue_args) = {prologue_kernel<1, false>, prologue_kernel<2, false>,
+                                              prologue_kernel<4, false>, prologue_kernel<8, false>,
+                                              prologue_kernel<1, true>,  prologue_kernel<2, true>,
+                                              prologue_kernel<4, true>,  prologue_kernel<8, true>};
+  const size_t smem = (FP8MOE_PROLOGUE_MAX_ROWS + 3 * FP8MOE_PROLOGUE_MAX_EXPERTS) * sizeof(int32_t) +
                       static_cast<size_t>(kWarps) * FP8MOE_PROLOGUE_MAX_EXPERTS * sizeof(float);
-  for (int i = 0; i < 4; ++i) {
+  for (int i = 0; i < 8; ++i) {
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3(kRouteBlocks);
     cfg.blockDim = dim3(kThreads);

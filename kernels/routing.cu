@@ -23,7 +23,7 @@ constexpr int kWarpsPerBlock = 4;
 template <int PL>
 constexpr int min_blocks() { return PL <= 8 ? 12 : 1; }
 
-template <int PL>
+template <int PL, bool kV1>
 __global__ void __launch_bounds__(kWarpsPerBlock * 32, min_blocks<PL>()) routing_kernel(fp8moe_routing_args a) {
   extern __shared__ float gkey[];
   wait_prior(); /* plain launch: returns at once */
@@ -33,7 +33,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32, min_blocks<PL>()) routing
   if (t >= a.T) return;
   int32_t e;
   float w;
-  if (route_token<PL>(a, t, gkey + warp * a.E, &e, &w)) store_route(a, t, lane, e, w);
+  if (route_token<PL, kV1>(a, t, gkey + warp * a.E, &e, &w)) store_route(a, t, lane, e, w);
 }
 
 template <int PL>
@@ -41,7 +41,10 @@ cudaError_t launch(const fp8moe_routing_args& a, cudaStream_t stream) {
   const bool grouped = a.method == FP8MOE_ROUTING_DEEPSEEK_V3 && a.n_group > 1 && a.topk_group < a.n_group;
   const size_t smem = grouped ? static_cast<size_t>(kWarpsPerBlock) * a.E * sizeof(float) : 0;
   const unsigned blocks = static_cast<unsigned>((a.T + kWarpsPerBlock - 1) / kWarpsPerBlock);
-  routing_kernel<PL><<<blocks, kWarpsPerBlock * 32, smem, stream>>>(a);
+  if (a.v1)
+    routing_kernel<PL, true><<<blocks, kWarpsPerBlock * 32, smem, stream>>>(a);
+  else
+    routing_kernel<PL, false><<<blocks, kWarpsPerBlock * 32, smem, stream>>>(a);
   return cudaGetLastError();
 }
 

@@ -42,10 +42,40 @@ __device__ __forceinline__ bool softmax_over_all(int32_t m) {
   return m == FP8MOE_ROUTING_DEFAULT || m == FP8MOE_ROUTING_RENORMALIZE_NAIVE;
 }
 
-/* PL consecutive-by-32 elements of a strided fp32/bf16/fp16 vector, all loads issued before any use. */
+/* PL consecutive-by-32 elements of a strided fp32/bf16/fp16 vector, all loads issued before any use. The
+ * address steps by 32·stride elements per register (one 64-bit add) instead of e·stride per register (a
+ * 64-bit multiply-add and its moves): sm_90a SASS of routing_kernel PL = 8, the load section 527 → 447
+ * instructions over its six dtype variants (~1.7 per load, ~27 per DeepSeek-V3 token with a bias). */
+__device__ __forceinline__ float to_f32(float x) { return x; }
+__device__ __forceinline__ float to_f32(__nv_bfloat16 x) { return __bfloat162float(x); }
+__device__ __forceinline__ float to_f32(__half x) { return __half2float(x); }
+
+template <int PL, typename V>
+__device__ __forceinline__ void load_lane_typed(const V* p, int64_t stride, int32_t n, int lane, float (&v)[PL]) {
+  const V* q = p + lane * stride;
+  const int64_t step = 32 * stride;
+#pragma unroll
+  for (int j = 0; j < PL; ++j) {
+    v[j] = lane + 32 * j < n ? to_f32(*q) : 0.0f;
+    q += step;
+  }
+}
+
 template <int PL>
 __device__ __forceinline__ void load_lane(const fp8moe_kref& r, int64_t base, int64_t stride, int32_t n, int lane,
                                           float (&v)[PL]) {
+  if (r.dt == FP8MOE_DT_F32)
+    load_lane_typed<PL>(static_cast<const float*>(r.data) + base, stride, n, lane, v);
+  else if (r.dt == FP8MOE_DT_BF16)
+    load_lane_typed<PL>(static_cast<const __nv_bfloat16*>(r.data) + base, stride, n, lane, v);
+  else
+    load_lane_typed<PL>(static_cast<const __half*>(r.data) + base, stride, n, lane, v);
+}
+
+/* load_lane as it was (FALLBACK 'w'): the address of every register computed from e·stride. */
+template <int PL>
+__device__ __forceinline__ void load_lane_v1(const fp8moe_kref& r, int64_t base, int64_t stride, int32_t n, int lane,
+                                             float (&v)[PL]) {
   if (r.dt == FP8MOE_DT_F32) {
     const float* p = static_cast<const float*>(r.data) + base;
 #pragma unroll
@@ -81,7 +111,7 @@ __device__ __forceinline__ void merge_top2(float& b1, float& b2, float c1, float
  * score is the sum of its two largest keys (its key when a group has one expert); topk_group rounds pick the
  * lowest-index unpicked group when its score is NaN, else the largest non-NaN unpicked score (ties to the
  * lower index); keys outside the picked groups become −Inf. gkey: E floats of warp-private shared memory. */
-template <int PL>
+template <int PL, bool kV1>
 __device__ __forceinline__ void limit_groups(const fp8moe_routing_args& a, int lane, float (&key)[PL], float* gkey) {
   const int32_t G = a.n_group, gs = a.E / G;
 #pragma unroll
@@ -93,8 +123,16 @@ __device__ __forceinline__ void limit_groups(const fp8moe_routing_args& a, int l
   while (sub * 2 * G <= 32) sub *= 2;
   const int g = lane / sub, part = lane % sub;
   float b1 = -INFINITY, b2 = -INFINITY;
-  if (g < G)
-    for (int32_t e = g * gs + part; e < (g + 1) * gs; e += sub) merge_top2(b1, b2, gkey[e], -INFINITY);
+  if (g < G) {
+    if (kV1) {
+      for (int32_t e = g * gs + part; e < (g + 1) * gs; e += sub) merge_top2(b1, b2, gkey[e], -INFINITY);
+    } else {
+      /* Four independent shared-memory loads per trip instead of one dependent load per key (DeepSeek-V3:
+       * 8 keys per lane, ~30 cycles each in series before); the merges run in the same order. */
+#pragma unroll 4
+      for (int32_t e = g * gs + part; e < (g + 1) * gs; e += sub) merge_top2(b1, b2, gkey[e], -INFINITY);
+    }
+  }
   for (int o = sub / 2; o > 0; o >>= 1) {
     const float c1 = __shfl_xor_sync(0xffffffffu, b1, o), c2 = __shfl_xor_sync(0xffffffffu, b2, o);
     merge_top2(b1, b2, c1, c2);
@@ -148,110 +186,217 @@ __device__ __forceinline__ void lane_best(const uint32_t (&ord)[PL], const float
   }
 }
 
+/* lane_best as a tree (PL ≤ 8): the same winner (the right operand wins only when strictly larger, so ties
+ * keep the lower j), log2(PL) dependent compare-selects instead of PL. It runs once per top-K round on the
+ * round's critical path (the owner lane's rescan). */
+template <int PL>
+__device__ __forceinline__ void lane_best_tree(const uint32_t (&ord)[PL], const float (&post)[PL], uint32_t& best,
+                                               int& best_j, float& best_post) {
+  uint32_t w[PL];
+  int jj[PL];
+#pragma unroll
+  for (int j = 0; j < PL; ++j) {
+    w[j] = ord[j];
+    jj[j] = j;
+  }
+#pragma unroll
+  for (int span = 1; span < PL; span *= 2) {
+#pragma unroll
+    for (int i = 0; i + span < PL; i += 2 * span) {
+      const bool right = w[i + span] > w[i];
+      w[i] = right ? w[i + span] : w[i];
+      jj[i] = right ? jj[i + span] : jj[i];
+    }
+  }
+  best = w[0];
+  best_j = jj[0];
+  /* the winner's post value by selects off the chain of the next round (fewer live registers than carrying
+   * it through the tree: routing_kernel's 40-register budget) */
+  best_post = post[0];
+#pragma unroll
+  for (int j = 1; j < PL; ++j)
+    if (best_j == j) best_post = post[j];
+}
+
+template <int PL, bool kV1>
+__device__ __forceinline__ void pick_lane_best(const uint32_t (&ord)[PL], const float (&post)[PL], uint32_t& best,
+                                               int& best_j, float& best_post) {
+  if (!kV1 && PL <= 8)
+    lane_best_tree<PL>(ord, post, best, best_j, best_post);
+  else
+    lane_best<PL>(ord, post, best, best_j, best_post);
+}
+
+/* Methods whose weight is a function of the selected expert's own logit that the key computation already
+ * evaluated: softmax over all experts (the weight is the key, e^(x−m)/Σ), and the sigmoid-keyed methods (the
+ * weight is σ(x), the key σ(x) [+ bias]). route_token keeps that value per register ("post") instead of the raw
+ * logit, so slot k's weight is a register move, not a second exp or sigmoid on the critical path; same
+ * function of the same input, so the same bits. */
+__device__ __forceinline__ bool weight_is_post(int32_t m) {
+  return softmax_over_all(m) || m == FP8MOE_ROUTING_SIGMOID || m == FP8MOE_ROUTING_SIGMOID_RENORM ||
+         m == FP8MOE_ROUTING_DEEPSEEK_V3;
+}
+
+/* The phases of route_token, in order; route_token(…, from) starts at phase `from`. */
+constexpr int kPhaseLoad = 0, kPhaseKeys = 1, kPhaseGroups = 2, kPhaseTopK = 3, kPhaseWeights = 4;
+
 /* Routes token t with the calling warp (all 32 lanes, converged). Lane k < K gets slot k: *e_out (global
  * expert id) and *w_out (× routed_scaling_factor); returns lane < K. gkey: E floats of this warp's shared
- * memory when DeepSeek-V3 limits groups, else unused. */
-template <int PL>
+ * memory when DeepSeek-V3 limits groups, else unused. kV1: the previous instruction sequence (FALLBACK 'w',
+ * the A/B switch; docs/GPU.md "Routing's critical path"): the same bits, more instructions on the critical path.
+ * from > 0 (the small-T prologue's idle warps only; docs/GPU.md "Routing's critical path", code warming): skip the
+ * phases before `from` and run the rest on placeholder values (distinct per register, so mostly the branches
+ * of a real token), reading no memory but the parameters and writing only gkey; the result is meaningless and
+ * the caller discards it. The point is to pull the later phases' instructions into the SM's instruction
+ * caches while the routing warp is still in an earlier phase. */
+template <int PL, bool kV1 = false>
 __device__ __forceinline__ bool route_token(const fp8moe_routing_args& a, int64_t t, float* gkey, int32_t* e_out,
-                                            float* w_out) {
+                                            float* w_out, int from = kPhaseLoad) {
   const int lane = threadIdx.x % 32;
   const int32_t method = a.method, E = a.E;
   const bool with_bias = method == FP8MOE_ROUTING_DEEPSEEK_V3 && a.bias.data != nullptr;
+  const bool post_weight = !kV1 && weight_is_post(method);
   float logit[PL], key[PL];
-  load_lane<PL>(a.logits, t * a.logits.s[0], a.logits.s[1], E, lane, logit);
-  if (with_bias) load_lane<PL>(a.bias, 0, a.bias.s[0], E, lane, key);
-
-  /* Sanitize: NaN/−Inf unselectable (−Inf), +Inf → FLT_MAX; the max selectable logit for the softmax. */
-  float m = -INFINITY;
-  bool selectable[PL];
-#pragma unroll
-  for (int j = 0; j < PL; ++j) {
-    float s = logit[j];
-    selectable[j] = lane + 32 * j < E && !(isnan(s) || s == -INFINITY);
-    if (s == INFINITY) s = FLT_MAX;
-    logit[j] = s;
-    if (selectable[j]) m = fmaxf(m, s);
-  }
-  m = warp_max(m);
-
-  /* Selection keys. */
-  float denom = 0.0f;
-  if (softmax_over_all(method)) {
-    float part = 0.0f;
-#pragma unroll
-    for (int j = 0; j < PL; ++j) {
-      key[j] = selectable[j] ? fp8moe_rm_exp(logit[j] - m) : 0.0f;
-      if (selectable[j]) part += key[j];
-    }
-    denom = warp_sum(part);
-#pragma unroll
-    for (int j = 0; j < PL; ++j) key[j] = selectable[j] ? key[j] / denom : -INFINITY;
-  } else if (method == FP8MOE_ROUTING_SIGMOID || method == FP8MOE_ROUTING_SIGMOID_RENORM ||
-             method == FP8MOE_ROUTING_DEEPSEEK_V3) {
-    /* One site for both (code size: every unrolled sigmoid is ~40 instructions): a sigmoid is never −0 or
-     * NaN, so "+ 0" leaves it unchanged and the NaN test only ever fires for DeepSeek-V3's bias. */
-#pragma unroll
-    for (int j = 0; j < PL; ++j) {
-      const float k2 = fp8moe_rm_sigmoid(logit[j]) + (with_bias ? key[j] : 0.0f);
-      key[j] = selectable[j] ? (isnan(k2) ? -INFINITY : k2) : -INFINITY;
-    }
-    if (method == FP8MOE_ROUTING_DEEPSEEK_V3 && a.n_group > 1 && a.topk_group < a.n_group)
-      limit_groups<PL>(a, lane, key, gkey);
+  if (kV1) {
+    load_lane_v1<PL>(a.logits, t * a.logits.s[0], a.logits.s[1], E, lane, logit);
+    if (with_bias) load_lane_v1<PL>(a.bias, 0, a.bias.s[0], E, lane, key);
+  } else if (from <= kPhaseLoad) {
+    load_lane<PL>(a.logits, t * a.logits.s[0], a.logits.s[1], E, lane, logit);
+    if (with_bias) load_lane<PL>(a.bias, 0, a.bias.s[0], E, lane, key);
   } else {
 #pragma unroll
-    for (int j = 0; j < PL; ++j) key[j] = selectable[j] ? logit[j] : -INFINITY; /* raw logits */
+    for (int j = 0; j < PL; ++j) logit[j] = key[j] = static_cast<float>(lane + 32 * j); /* placeholders */
   }
 
-  /* Top-K: per round the largest order word, then the lowest index holding it; lane k keeps slot k. */
-  uint32_t ord[PL];
+  float m = -INFINITY;
+  float denom = 0.0f;
+  bool selectable[PL];
 #pragma unroll
-  for (int j = 0; j < PL; ++j) ord[j] = lane + 32 * j < E ? order_word(key[j]) : 0u;
-  uint32_t best;
-  int best_j;
-  float best_logit;
-  lane_best<PL>(ord, logit, best, best_j, best_logit);
+  for (int j = 0; j < PL; ++j) selectable[j] = lane + 32 * j < E;
+  if (from <= kPhaseKeys) {
+    /* Sanitize: NaN/−Inf unselectable (−Inf), +Inf → FLT_MAX; the max selectable logit for the softmax. */
+#pragma unroll
+    for (int j = 0; j < PL; ++j) {
+      float s = logit[j];
+      selectable[j] = lane + 32 * j < E && !(isnan(s) || s == -INFINITY);
+      if (s == INFINITY) s = FLT_MAX;
+      logit[j] = s;
+      if (selectable[j]) m = fmaxf(m, s);
+    }
+    /* Only the softmax over all experts uses m (five dependent shuffles otherwise wasted on the chain). */
+    if (kV1 || softmax_over_all(method)) m = warp_max(m);
+
+    /* Selection keys; with post_weight, logit[j] becomes the value the weight is made of (weight_is_post). */
+    if (softmax_over_all(method)) {
+      float part = 0.0f;
+#pragma unroll
+      for (int j = 0; j < PL; ++j) {
+        key[j] = selectable[j] ? fp8moe_rm_exp(logit[j] - m) : 0.0f;
+        if (selectable[j]) part += key[j];
+      }
+      denom = warp_sum(part);
+#pragma unroll
+      for (int j = 0; j < PL; ++j) {
+        key[j] = selectable[j] ? key[j] / denom : -INFINITY;
+        if (post_weight) logit[j] = key[j]; /* = e^(s − m) / Σ, the weight (read only where selectable) */
+      }
+    } else if (method == FP8MOE_ROUTING_SIGMOID || method == FP8MOE_ROUTING_SIGMOID_RENORM ||
+               method == FP8MOE_ROUTING_DEEPSEEK_V3) {
+      /* One site for both (code size: every unrolled sigmoid is ~40 instructions): a sigmoid is never −0 or
+       * NaN, so "+ 0" leaves it unchanged and the NaN test only ever fires for DeepSeek-V3's bias. */
+#pragma unroll
+      for (int j = 0; j < PL; ++j) {
+        const float sg = fp8moe_rm_sigmoid(logit[j]);
+        const float k2 = sg + (with_bias ? key[j] : 0.0f);
+        key[j] = selectable[j] ? (isnan(k2) ? -INFINITY : k2) : -INFINITY;
+        if (post_weight) logit[j] = sg; /* σ(s), the weight */
+      }
+    } else {
+#pragma unroll
+      for (int j = 0; j < PL; ++j) key[j] = selectable[j] ? logit[j] : -INFINITY; /* raw logits */
+    }
+  }
+  if (from <= kPhaseGroups && method == FP8MOE_ROUTING_DEEPSEEK_V3 && a.n_group > 1 && a.topk_group < a.n_group)
+    limit_groups<PL, kV1>(a, lane, key, gkey);
+
+  /* Top-K: per round the largest order word, then the lowest index holding it; lane k keeps slot k. */
   int32_t my_e = 0;
   bool my_valid = false; /* the key was above −Inf when picked (else a weight-0 filler) */
-  float s = 0.0f;        /* the sanitized logit of slot lane */
-  for (int32_t k = 0; k < a.K; ++k) {
-    const uint32_t top = lanes_max(best);
-    const uint32_t idx = lanes_min(best == top ? static_cast<uint32_t>(lane + 32 * best_j) : 0xFFFFFFFFu);
-    const int owner = static_cast<int>(idx % 32);
-    const float ls = __shfl_sync(0xffffffffu, best_logit, owner);
-    if (lane == k) {
-      my_e = static_cast<int32_t>(idx);
-      my_valid = top > kOrderedMinusInf;
-      s = ls;
-    }
-    if (lane == owner) {
+  float s = 0.0f;        /* the sanitized logit (post_weight: its post value) of slot lane */
+  if (from <= kPhaseTopK) {
+    uint32_t ord[PL];
 #pragma unroll
-      for (int j = 0; j < PL; ++j)
-        if (j == best_j) ord[j] = 0u;
-      lane_best<PL>(ord, logit, best, best_j, best_logit);
+    for (int j = 0; j < PL; ++j) ord[j] = lane + 32 * j < E ? order_word(key[j]) : 0u;
+    uint32_t best;
+    int best_j;
+    float best_logit;
+    pick_lane_best<PL, kV1>(ord, logit, best, best_j, best_logit);
+    for (int32_t k = 0; k < a.K; ++k) {
+      const uint32_t top = lanes_max(best);
+      int owner;
+      uint32_t idx;
+      const uint32_t tied = kV1 ? 0u : __ballot_sync(0xffffffffu, best == top);
+      if (!kV1 && __popc(tied) == 1) {
+        /* One lane holds the maximum (the usual case): it is the owner; no second reduction. */
+        owner = __ffs(tied) - 1;
+        idx = static_cast<uint32_t>(owner + 32 * __shfl_sync(0xffffffffu, best_j, owner));
+      } else {
+        idx = lanes_min(best == top ? static_cast<uint32_t>(lane + 32 * best_j) : 0xFFFFFFFFu);
+        owner = static_cast<int>(idx % 32);
+      }
+      const float ls = __shfl_sync(0xffffffffu, best_logit, owner);
+      if (lane == k) {
+        my_e = static_cast<int32_t>(idx);
+        my_valid = top > kOrderedMinusInf;
+        s = ls;
+      }
+      if (lane == owner) {
+#pragma unroll
+        for (int j = 0; j < PL; ++j)
+          if (j == best_j) ord[j] = 0u;
+        pick_lane_best<PL, kV1>(ord, logit, best, best_j, best_logit);
+      }
+      __syncwarp();
     }
-    __syncwarp();
   }
 
   /* Weights: lane k computes slot k from its own logit; sums run in slot order. */
   const bool active = lane < a.K;
   const bool sel = my_valid && active;
   float w = 0.0f;
-  switch (method) {
-    case FP8MOE_ROUTING_DEFAULT:
-    case FP8MOE_ROUTING_RENORMALIZE_NAIVE: w = sel ? fp8moe_rm_exp(s - m) / denom : 0.0f; break;
-    case FP8MOE_ROUTING_RENORMALIZE: {
-      const float mk = warp_max(sel ? s : -INFINITY);
-      w = sel ? fp8moe_rm_exp(s - mk) : 0.0f;
-      break;
+  if (post_weight) {
+    w = sel ? s : 0.0f;
+  } else {
+    switch (method) {
+      case FP8MOE_ROUTING_DEFAULT:
+      case FP8MOE_ROUTING_RENORMALIZE_NAIVE: w = sel ? fp8moe_rm_exp(s - m) / denom : 0.0f; break;
+      case FP8MOE_ROUTING_RENORMALIZE: {
+        const float mk = warp_max(sel ? s : -INFINITY);
+        w = sel ? fp8moe_rm_exp(s - mk) : 0.0f;
+        break;
+      }
+      case FP8MOE_ROUTING_TOPK: w = sel ? s : 0.0f; break;
+      default: w = sel ? fp8moe_rm_sigmoid(s) : 0.0f; break; /* every sigmoid-weighted method */
     }
-    case FP8MOE_ROUTING_TOPK: w = sel ? s : 0.0f; break;
-    default: w = sel ? fp8moe_rm_sigmoid(s) : 0.0f; break; /* every sigmoid-weighted method */
   }
   const bool renorm = method == FP8MOE_ROUTING_RENORMALIZE_NAIVE || method == FP8MOE_ROUTING_SIGMOID_RENORM ||
                       method == FP8MOE_ROUTING_DEEPSEEK_V3 || method == FP8MOE_ROUTING_RENORMALIZE;
   if (renorm) {
     float sum = 0.0f;
-    for (int32_t k = 0; k < a.K; ++k) sum += __shfl_sync(0xffffffffu, w, k);
+    if (kV1) {
+      for (int32_t k = 0; k < a.K; ++k) sum += __shfl_sync(0xffffffffu, w, k);
+    } else {
+      /* The same additions in slot order; the shuffles of 8 slots are issued together instead of one
+       * shuffle's latency per slot. */
+      for (int32_t k0 = 0; k0 < a.K; k0 += 8) {
+        float v[8];
+#pragma unroll
+        for (int i = 0; i < 8; ++i) v[i] = __shfl_sync(0xffffffffu, w, (k0 + i) & 31);
+#pragma unroll
+        for (int i = 0; i < 8; ++i)
+          if (k0 + i < a.K) sum += v[i];
+      }
+    }
     if (method == FP8MOE_ROUTING_RENORMALIZE)
       w = sel ? w / sum : 0.0f; /* a selectable slot makes sum ≥ 1 */
     else

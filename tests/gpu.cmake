@@ -26,10 +26,20 @@ if(FP8MOE_WITH_CUDA AND TARGET fp8moe_test_ref)
     set_tests_properties(test_gpu_sweep_stream_${_variant} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600 LABELS gpu
                          ENVIRONMENT "FP8MOE_LIBRARY=$<TARGET_FILE:fp8moe>;FP8MOE_CUDA_GEMM_FALLBACK=${_variant}")
   endforeach()
+  # And with the routing's and the prologue's slot list's previous instruction sequences (FALLBACK 'w', the A/B
+  # switch of the small-T critical-path rework; docs/GPU.md "Routing's critical path").
+  add_test(NAME test_gpu_sweep_route_v1 COMMAND test_gpu_sweep --quick)
+  set_tests_properties(test_gpu_sweep_route_v1 PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600 LABELS gpu
+                       ENVIRONMENT "FP8MOE_LIBRARY=$<TARGET_FILE:fp8moe>;FP8MOE_CUDA_GEMM_FALLBACK=w")
   # CPU and CUDA routing weights bit for bit, >= 10^5 logit rows per method (src/routing_math.h).
   if(TARGET fp8moe_test_baseline)
     fp8moe_add_test(NAME test_gpu_routing_bits SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_gpu_routing_bits.c
                     LIBS fp8moe_test_baseline fp8moe_test_gpu LABELS gpu TIMEOUT 600)
+    # The same with the routing's previous instruction sequence (FALLBACK 'w', the A/B switch; docs/GPU.md
+    # "Routing's critical path"): both sequences must give the CPU's bits.
+    add_test(NAME test_gpu_routing_bits_v1 COMMAND test_gpu_routing_bits)
+    set_tests_properties(test_gpu_routing_bits_v1 PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600 LABELS gpu
+                         ENVIRONMENT "FP8MOE_LIBRARY=$<TARGET_FILE:fp8moe>;FP8MOE_CUDA_GEMM_FALLBACK=w")
   endif()
   # The fused small-T prologue against the separate launches (workspace slices located by cuda_layout.c).
   fp8moe_add_test(NAME test_gpu_prologue SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_gpu_prologue.c

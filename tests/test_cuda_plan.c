@@ -558,7 +558,32 @@ static void stream_split(void) {
   EXPECT(fp8moe_split_cta_of(54, W, 132) == 1 && fp8moe_split_cta_of(53, W, 132) == 0, "cta_of at a boundary");
 }
 
+/* FALLBACK 'w' (read at context creation) restores the routing's previous instruction sequence and 'x' turns the
+ * prologue's code warming off; no other letter does either (the A/B switches of docs/GPU.md "Routing's critical
+ * path"). */
+static void route_v1_switch(void) {
+  unsetenv("FP8MOE_CUDA_GEMM_FALLBACK");
+  EXPECT(fp8moe_cuda_plan_context_route_v1() == 0 && fp8moe_cuda_plan_context_route_warm() == 1,
+         "FALLBACK unset: the current routing sequence, code warming on");
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "w", 1);
+  EXPECT(fp8moe_cuda_plan_context_route_v1() == 1, "FALLBACK=w: the previous routing sequence");
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "12dpcsqruomnbfhtkjxy", 1);
+  EXPECT(fp8moe_cuda_plan_context_route_v1() == 0, "FALLBACK=12dpcsqruomnbfhtkjxy: the current routing sequence");
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "x", 1);
+  EXPECT(fp8moe_cuda_plan_context_route_v1() == 0 && fp8moe_cuda_plan_context_route_warm() == 0,
+         "FALLBACK=x: the current routing sequence without the prologue's code warming");
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "w", 1);
+  EXPECT(fp8moe_cuda_plan_context_route_warm() == 0, "FALLBACK=w: no code warming (the previous sequences had none)");
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "12dpcsqruomnbfhtkjy", 1);
+  EXPECT(fp8moe_cuda_plan_context_route_warm() == 1, "FALLBACK=12dpcsqruomnbfhtkjy: code warming on");
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "pw", 1);
+  EXPECT(fp8moe_cuda_plan_context_route_v1() == 1 && fp8moe_cuda_plan_context_prologue() == FP8MOE_PROLOGUE_SEPARATE,
+         "FALLBACK=pw: the previous routing sequence in the separate launches");
+  unsetenv("FP8MOE_CUDA_GEMM_FALLBACK");
+}
+
 int main(void) {
+  route_v1_switch();
   permute_rule();
   stream_split();
   rows_are_consistent();

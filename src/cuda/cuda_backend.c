@@ -124,6 +124,8 @@ static int32_t cuda_create(struct fp8moe_context* ctx, const fp8moe_context_args
       impl->tma_encode != NULL, impl->decode_ctas1 > 0 && impl->decode_ctas2 > 0, impl->stream_ctas > 0);
   impl->prologue = fp8moe_cuda_plan_context_prologue() & (cluster_fits ? ~0u : ~FP8MOE_PROLOGUE_CLUSTER);
   impl->permute_chunks = fp8moe_cuda_plan_context_permute_chunks();
+  impl->route_v1 = fp8moe_cuda_plan_context_route_v1();
+  impl->route_warm = fp8moe_cuda_plan_context_route_warm();
   const fp8moe_sm90_variant sm90 = fp8moe_cuda_plan_context_sm90_variant();
   impl->sm90_loop = sm90.loop;
   impl->gemm1_order = sm90.gemm1_order;

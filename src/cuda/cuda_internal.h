@@ -28,6 +28,8 @@ typedef struct fp8moe_cuda_impl {
   int32_t stream_ctas;        /* grid of the stream GEMMs (one CTA per SM, ≤ FP8MOE_STREAM_MAX_CTAS; 0: not usable) */
   uint32_t prologue;          /* the small-T prologue variants offered (FP8MOE_PROLOGUE_* mask, cuda_plan.h) */
   int32_t permute_chunks;     /* fp8moe_cuda_plan_context_permute_chunks: the chunked permutation is allowed */
+  int32_t route_v1;           /* fp8moe_cuda_plan_context_route_v1: the previous routing/slot-list code (A/B) */
+  int32_t route_warm;         /* fp8moe_cuda_plan_context_route_warm: the prologue's code warming */
   int32_t sm90_loop, gemm1_order, gemm2_order; /* fp8moe_cuda_plan_context_sm90_variant, fixed at creation */
   int32_t gemm1_clusters, gemm2_clusters; /* 2-CTA clusters of the sm90 GEMM1 / GEMM2 resident at once where
                                              the variant takes the cluster kernels (fp8moe_prepare_gemm{1,2}_

@@ -254,6 +254,20 @@ uint32_t fp8moe_cuda_plan_context_prologue(void) {
   return FP8MOE_PROLOGUE_CLUSTER | FP8MOE_PROLOGUE_BLOCK;
 }
 
+/* FALLBACK 'w': the routing and slot-list instruction sequences before the critical-path rework (docs/GPU.md
+ * "Routing's critical path"), the A/B switch; the same bits either way. */
+int32_t fp8moe_cuda_plan_context_route_v1(void) {
+  const char* off = getenv("FP8MOE_CUDA_GEMM_FALLBACK");
+  return off != NULL && strchr(off, 'w') != NULL;
+}
+
+/* The prologue's code warming (idle routing warps run route_token's later phases early; docs/GPU.md "Routing's
+ * critical path"): on unless FALLBACK has 'x' (the A/B switch) or 'w' (the previous sequences, which had none). */
+int32_t fp8moe_cuda_plan_context_route_warm(void) {
+  const char* off = getenv("FP8MOE_CUDA_GEMM_FALLBACK");
+  return off == NULL || (strchr(off, 'x') == NULL && strchr(off, 'w') == NULL);
+}
+
 uint32_t fp8moe_cuda_plan_prologue(const fp8moe_problem* p, uint32_t context_prologue) {
   const fp8moe_prologue_rule* r = &k_prologue;
   const int64_t rows = p->T * (int64_t)p->K;

@@ -154,6 +154,14 @@ uint32_t fp8moe_cuda_plan_context_prologue(void);
  * within its bounds and the context offers it, else the cluster where offered, else separate launches. */
 uint32_t fp8moe_cuda_plan_prologue(const fp8moe_problem* p, uint32_t context_prologue);
 
+/* 1 where FP8MOE_CUDA_GEMM_FALLBACK contains 'w' (read at context creation): routing and the prologue's slot
+ * list keep their previous instruction sequences (the A/B switch; same bits). */
+int32_t fp8moe_cuda_plan_context_route_v1(void);
+
+/* 1 unless FP8MOE_CUDA_GEMM_FALLBACK contains 'x' or 'w' (read at context creation): the small-T prologue's idle
+ * routing warps warm the routing code (kernels/prologue.cu warm_phase). */
+int32_t fp8moe_cuda_plan_context_route_warm(void);
+
 /* The permutation at large T·K (kernels/permute_chunks.cu): from min_rows routed rows on, the slots are cut
  * into chunks spread over many blocks (count per chunk, one scan block, placement) instead of the one-block
  * kernel (kernels/permute.cu), whose scattered stores all leave one SM. Chunks are multiples of

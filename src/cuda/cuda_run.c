@@ -175,6 +175,7 @@ static int32_t stages_before_gemm1(const fp8moe_cuda_impl* impl, const fp8moe_pr
   } else {
     fp8moe_routing_args a;
     routing_args_of(p, l, ws, &a);
+    a.v1 = impl->route_v1;
     FORWARD_IF_ERROR(check(fp8moe_launch_routing(&a, s), "routing", err));
   }
   fp8moe_permute_args pa;
@@ -189,14 +190,16 @@ static int32_t stages_before_gemm1(const fp8moe_cuda_impl* impl, const fp8moe_pr
  * smallest T, else the routing cluster): the kernel zeroes the scalar words,
  * the per-row amax and device_status itself, except that a dynamic per-tensor input scale accumulates its
  * amax inside the launch, so then the scalar words are zeroed before it and the encoding pass follows. */
-static int32_t fused_prologue(const fp8moe_problem* p, const fp8moe_cuda_layout* l, char* ws, cudaStream_t s,
-                              int single_block, fp8moe_gemm1_args* g, fp8moe_err* err) {
+static int32_t fused_prologue(const fp8moe_cuda_impl* impl, const fp8moe_problem* p, const fp8moe_cuda_layout* l,
+                              char* ws, cudaStream_t s, int single_block, fp8moe_gemm1_args* g, fp8moe_err* err) {
   fp8moe_prologue_args a;
   memset(&a, 0, sizeof a);
   a.single_block = single_block;
   a.precomputed = p->routing_method == FP8MOE_ROUTING_PRECOMPUTED;
   precomputed_args_of(p, l, ws, &a.pre); /* device_status: stored by the kernel on either routing path */
   if (!a.precomputed) routing_args_of(p, l, ws, &a.r);
+  a.r.v1 = impl->route_v1; /* also picks the slot-list sequence on the PRECOMPUTED path */
+  a.warm_code = !a.precomputed && impl->route_warm;
   permute_args_of(p, l, ws, 0, &a.perm); /* small T·K: the prologue's own one-block placement */
   a.quantize = quantize_args_of(p, l, ws, g, &a.q);
   const int dyn_tensor = a.quantize && a.q.mode == FP8MOE_ACTQ_DYN_TENSOR;
@@ -365,7 +368,7 @@ int32_t fp8moe_cuda_enqueue(const fp8moe_cuda_impl* impl, const fp8moe_problem* 
   memset(&g, 0, sizeof g);
   const uint32_t prologue = fp8moe_cuda_plan_prologue(p, impl->prologue);
   if (prologue != FP8MOE_PROLOGUE_SEPARATE)
-    FORWARD_IF_ERROR(fused_prologue(p, &l, ws, s, prologue == FP8MOE_PROLOGUE_BLOCK, &g, err));
+    FORWARD_IF_ERROR(fused_prologue(impl, p, &l, ws, s, prologue == FP8MOE_PROLOGUE_BLOCK, &g, err));
   else
     FORWARD_IF_ERROR(stages_before_gemm1(impl, p, &l, ws, s, &g, err));
   FORWARD_IF_ERROR(experts(impl, p, &l, ws, s, &g, err));
