@@ -33,7 +33,7 @@ struct PairStage {
 static_assert(sizeof(PairStage) % 1024 == 0, "tiles stay 1024-byte aligned for the 128-byte swizzle");
 
 constexpr int kPairWarps = kConsumers / 32; /* the warps that build the pair list */
-static_assert(FP8MOE_GEMM1_PAIR_MAX_TILES <= 0x8000, "tile numbers fit the 15 low bits of a pair entry");
+static_assert(FP8MOE_GEMM1_PAIR_MAX_TILES <= FP8MOE_SM90_PAIR_TWO, "tile numbers fit below the pair entry's flag bit");
 
 struct PairSmem {
   PairStage st[kStages];
@@ -48,7 +48,7 @@ constexpr size_t kPairSmemBytes = sizeof(PairSmem) + 1024; /* + slack to align t
 static_assert(kPairSmemBytes <= 227u * 1024u, "within Hopper's 227 KB of dynamic shared memory per block");
 
 #if FP8MOE_SM90A
-constexpr uint32_t kPairTwo = 0x8000u; /* pair_first bit: the pair has a second tile */
+constexpr uint32_t kPairTwo = FP8MOE_SM90_PAIR_TWO; /* pair_first bit: the pair has a second tile */
 
 __device__ __forceinline__ PairSmem& pair_smem_of(uint8_t* raw) {
   return *reinterpret_cast<PairSmem*>((reinterpret_cast<uintptr_t>(raw) + 1023) & ~static_cast<uintptr_t>(1023));
@@ -105,13 +105,8 @@ __device__ __forceinline__ void build_pairs(PairSmem& sm, const int32_t* tile_ex
   for (int32_t c0 = 0; c0 < tiles; c0 += kConsumers) {
     const int32_t t = c0 + ct;
     bool start = false;
-    uint16_t word = 0;
-    if (t < tiles) {
-      const int32_t e = tile_expert[t];
-      start = ((t - sm.first_tile[e]) & 1) == 0;
-      const bool two = t + 1 < tiles && tile_expert[t + 1] == e;
-      word = static_cast<uint16_t>(static_cast<uint32_t>(t) | (two ? kPairTwo : 0u));
-    }
+    uint32_t word = 0;
+    if (t < tiles) start = fp8moe_sm90_pair_start(tile_expert, tiles, t, sm.first_tile[tile_expert[t]], &word) != 0;
     const uint32_t m = __ballot_sync(0xffffffffu, start);
     if (lane == 0) sm.warp_count[warp] = __popc(m);
     consumer_sync();
@@ -122,7 +117,7 @@ __device__ __forceinline__ void build_pairs(PairSmem& sm, const int32_t* tile_ex
       off += w < warp ? n : 0;
       total += n;
     }
-    if (start) sm.pair_first[off + __popc(m & ((1u << lane) - 1u))] = word;
+    if (start) sm.pair_first[off + __popc(m & ((1u << lane) - 1u))] = static_cast<uint16_t>(word);
     base += total;
     consumer_sync(); /* warp_count is rewritten next round */
   }

@@ -15,7 +15,9 @@
 typedef enum fp8moe_gemm_kernel {
   FP8MOE_GEMM_MMA_SYNC = 0,   /* mma.sync m16n8k32 e4m3, cp.async, any sm_89+ (gemm{1,2}_mma.cu) */
   FP8MOE_GEMM_WGMMA_SM90 = 1, /* wgmma m64n128k32 e4m3 + TMA, warp-specialized, sm_90a only (gemm{1,2}_wgmma_sm90.cu) */
-  FP8MOE_GEMM_DECODE = 2      /* swap-AB weight streaming into mma.sync fragments, clusters (gemm_decode.cu) */
+  FP8MOE_GEMM_DECODE = 2,     /* swap-AB weight streaming into mma.sync fragments, clusters (gemm_decode.cu) */
+  FP8MOE_GEMM_WGMMA128_SM90 = 3 /* GEMM1 only: the wgmma kernel on 128-row items, pairs of 64-row tiles of one
+                                   expert sharing each W13 stage (gemm1_wgmma128_sm90.cu) */
 } fp8moe_gemm_kernel;
 
 /* M regimes by the average routed rows per expert T·K/E: at most one half is TINY (most experts get no row,
@@ -41,11 +43,17 @@ typedef enum fp8moe_m_regime {
                                               FP8MOE_CUDA_GEMM_FALLBACK does not name them ("d") */
 #define FP8MOE_PLAN_NEEDS_DECODE_SHAPES 128u /* 16-byte aligned weight rows (and e4m3 hidden rows), and with
                                                 block scales at most FP8MOE_DECODE_MAX_KBLOCKS along H and I */
+#define FP8MOE_PLAN_NEEDS_GEMM1_PAIRS 256u /* the 128-row GEMM1 is named by FP8MOE_CUDA_GEMM_FALLBACK ("v"; opt-in
+                                              until measured on a GPU) */
+#define FP8MOE_PLAN_NEEDS_PAIR_TILES 512u /* the 64-row layout's max_tiles ≤ FP8MOE_GEMM1_PAIR_MAX_TILES and E_local ≤
+                                             FP8MOE_GEMM1_PAIR_MAX_EXPERTS (the 128-row GEMM1's shared-memory pair
+                                             list) */
 
 /* Context-level offers, decided once at context creation: TMA_ENC when the encoder was found, DECODE_GRIDS
  * when the decode GEMMs' grids fit, and SM90_GEMM1/2 (DECODE_GRIDS) unless the environment variable
  * FP8MOE_CUDA_GEMM_FALLBACK names that GEMM ("1", "2", "d" for the decode pair, or any mix: those rows give
- * way to the next ones; a diagnostic and A/B switch, read only here). */
+ * way to the next ones; a diagnostic and A/B switch, read only here); GEMM1_PAIRS only when it names "v"
+ * (the 128-row GEMM1, opt-in; "1" still switches every sm90 GEMM1 off). */
 uint32_t fp8moe_cuda_plan_context_offers(int have_tma_encoder, int have_decode_grids);
 
 /* How the sm90 wgmma GEMMs run, one choice per context (kernels/kernels_internal.h): the consumer main loop
@@ -82,6 +90,10 @@ const fp8moe_sm90_group_rule* fp8moe_cuda_plan_sm90_group_rule(void);
 
 /* Tiles per group for a GEMM reducing over k_bytes (≥ 1); always even, within [min_group, max_group]. */
 int32_t fp8moe_cuda_plan_sm90_group(int64_t k_bytes);
+
+/* The 128-row GEMM1's group in pairs of 64-row tiles: half the tiles per group, so a group holds the same A
+ * rows (≥ 4 pairs). */
+int32_t fp8moe_cuda_plan_sm90_pair_group(int64_t k_bytes);
 
 typedef enum fp8moe_gemm_which { FP8MOE_GEMM1 = 1, FP8MOE_GEMM2 = 2 } fp8moe_gemm_which;
 
