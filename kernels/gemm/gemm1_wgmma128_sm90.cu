@@ -39,6 +39,8 @@ struct PairSmem {
   PairStage st[kStages];
   uint64_t full[kStages];
   uint64_t empty[kStages];
+  float row_scale[kStages][2 * kBM];          /* BLOCK: each stage's 128 activation row scales (0: padding) */
+  float w_scale[kStages][4];                  /* BLOCK: each stage's gate and up weight-block scales */
   int32_t num_pairs;                          /* the pair list's length */
   int32_t warp_count[kPairWarps];             /* the pair list's compaction, per warp */
   uint16_t pair_first[FP8MOE_GEMM1_PAIR_MAX_TILES]; /* first tile | kPairTwo */
@@ -72,20 +74,57 @@ struct PairAddr {
   __device__ __forceinline__ uint32_t empty(uint32_t s) const {
     return base + static_cast<uint32_t>(offsetof(PairSmem, empty)) + 8u * s;
   }
+  __device__ __forceinline__ uint32_t row_scale(uint32_t s, int row) const {
+    return base + static_cast<uint32_t>(offsetof(PairSmem, row_scale)) + 4u * (s * 2u * kBM + static_cast<uint32_t>(row));
+  }
+  __device__ __forceinline__ uint32_t w_scale(uint32_t s, int k) const {
+    return base + static_cast<uint32_t>(offsetof(PairSmem, w_scale)) + 4u * (s * 4u + static_cast<uint32_t>(k));
+  }
+  __device__ __forceinline__ uint32_t num_pairs() const {
+    return base + static_cast<uint32_t>(offsetof(PairSmem, num_pairs));
+  }
   __device__ __forceinline__ uint32_t pair_first(int32_t pair) const { /* an entry, ld.shared.u16 */
     uint16_t v;
     asm volatile("ld.shared.u16 %0, [%1];\n"
                  : "=h"(v)
-                 : "r"(base + static_cast<uint32_t>(offsetof(PairSmem, pair_first)) + 2u * static_cast<uint32_t>(pair)));
+                 : "r"(base + static_cast<uint32_t>(offsetof(PairSmem, pair_first)) + 2u * static_cast<uint32_t>(pair))
+                 : "memory");
     return v;
   }
 };
 
 __device__ __forceinline__ PairAddr pair_addr_of(uint8_t* raw) { return PairAddr{(saddr(raw) + 1023u) & ~1023u}; }
 
-__device__ __forceinline__ float activate(int32_t act, float g, float u) {
-  if (act == FP8MOE_ACTIVATION_GEGLU) return 0.5f * g * (1.0f + erff(g / 1.41421356237309505f)) * u;
-  return g / (1.0f + expf(-g)) * u;
+__device__ __forceinline__ float ld_shared_f32(uint32_t addr) {
+  float v;
+  asm volatile("ld.shared.f32 %0, [%1];\n" : "=f"(v) : "r"(addr) : "memory");
+  return v;
+}
+__device__ __forceinline__ int32_t ld_shared_s32(uint32_t addr) {
+  int32_t v;
+  asm volatile("ld.shared.s32 %0, [%1];\n" : "=r"(v) : "r"(addr) : "memory");
+  return v;
+}
+__device__ __forceinline__ void st_shared_f32(uint32_t addr, float v) {
+  asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(addr), "f"(v) : "memory");
+}
+
+/* One 16-byte chunk of a gathered row: x + row · stride + off (mad.wide inside the asm, so the 64-bit
+ * address lives only here: the producer keeps a 32-bit row number per row instead of a 64-bit pointer);
+ * bytes = 0 zero-fills. */
+__device__ __forceinline__ void cp_async_row16(uint32_t dst, const uint8_t* x_off, uint32_t row, uint32_t stride,
+                                               int bytes) {
+  asm volatile(
+      "{\n.reg .u64 src;\n"
+      "mad.wide.u32 src, %1, %2, %3;\n"
+      "cp.async.cg.shared.global [%0], [src], 16, %4;\n"
+      "}\n" ::"r"(dst),
+      "r"(row), "r"(stride), "l"(x_off), "r"(bytes)
+      : "memory");
+}
+/* A 4-byte fp32 scale into shared memory in the same cp.async group (bytes = 0 writes 0). */
+__device__ __forceinline__ void cp_async_4(uint32_t dst, const void* src, int bytes) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(bytes) : "memory");
 }
 
 /* The 256 consumer threads (after setmaxnreg, so this runs in their registers; ptxas budgets code before the
@@ -126,29 +165,45 @@ __device__ __forceinline__ void build_pairs(PairSmem& sm, const int32_t* tile_ex
 
 /* Producer warpgroup: thread p copies 16-byte chunk p % 8 of rows p / 8 + 16i (i < 8) of the pair's 128 rows
  * (rows 64.. into the second A tile); the rows of a missing second tile and padding rows are zero-filled.
- * Thread 0 loads both B boxes. Each thread publishes a stage kLag cp.async groups later (wait_group, proxy
- * fence, arrive), as gemm1_wgmma_sm90.cu. */
+ * Thread 0 loads both B boxes. BLOCK: the stage's block scales go to shared memory with it (thread p the
+ * activation scale of row p / 8 + 16·(p % 8), thread 0 also the gate and up weight-block scales: F32 by
+ * 4-byte cp.async in the stage's group, otherwise converted by load_f32 and stored), so the consumers keep
+ * no scale addresses in their registers. Each thread publishes a stage kLag cp.async groups later
+ * (wait_group, proxy fence, arrive; the arrive's release also covers its shared-memory stores), as
+ * gemm1_wgmma_sm90.cu. */
+template <bool BLOCK, bool F32>
 __device__ __forceinline__ void produce_pairs(const fp8moe_gemm1_args& a, const CUtensorMap& map_w, PairAddr sm,
-                                              int32_t pairs, int32_t col_blocks, int32_t items, int kblocks) {
+                                              int kblocks) {
   const int p = threadIdx.x, c = p & 7, rb = p >> 3;
   /* This thread's chunk in row rb of a tile, in the 128-byte swizzle (row % 8 is rb % 8 for every i). */
   const uint32_t dst0 = static_cast<uint32_t>(rb * kBK + ((c ^ (rb & 7)) << 4));
+  const uint32_t stride = static_cast<uint32_t>(a.x_stride); /* ≤ UINT32_MAX: the launcher checks */
   uint32_t it = 0;
-  for (int32_t w = static_cast<int32_t>(blockIdx.x); w < items; w += static_cast<int32_t>(gridDim.x)) {
+  /* pairs and items are re-read from shared memory per item rather than kept live across the K loop */
+  for (int32_t w = static_cast<int32_t>(blockIdx.x);; w += static_cast<int32_t>(gridDim.x)) {
+    const int32_t pairs = ld_shared_s32(sm.num_pairs()), col_blocks = a.I / kBN;
+    if (w >= pairs * col_blocks) break;
     const fp8moe_sm90_item item = fp8moe_sm90_item_of(w, pairs, col_blocks, a.item_order, a.item_group);
     const uint32_t pf = sm.pair_first(item.tile);
     const int32_t tile0 = static_cast<int32_t>(pf & (kPairTwo - 1u));
     const bool two = (pf & kPairTwo) != 0;
-    const int32_t n0 = item.col_block * kBN;
     const int32_t e = a.tile_expert[tile0];
     const int64_t row0 = static_cast<int64_t>(tile0) * kBM;
-    int32_t tok[8]; /* token of row rb + 16i, −1: zero-fill */
+    uint32_t tok[8]; /* token of row rb + 16i (0 for a zero-filled row) */
+    uint32_t valid = 0; /* bit i: row rb + 16i is a real row */
 #pragma unroll
     for (int i = 0; i < 8; ++i) {
       const int32_t slot = (i < 4 || two) ? a.sorted_slots[row0 + rb + 16 * i] : -1;
-      tok[i] = slot >= 0 ? slot / a.K : -1;
+      tok[i] = slot >= 0 ? static_cast<uint32_t>(slot / a.K) : 0u;
+      valid |= slot >= 0 ? 1u << i : 0u;
     }
-    const int32_t gate_row = (a.gate_first ? 0 : a.I) + n0, up_row = (a.gate_first ? a.I : 0) + n0;
+    int32_t stok = -1; /* BLOCK: the token of row rb + 16c, whose activation scale this thread stages */
+    if (BLOCK) {
+      const int32_t slot = (c < 4 || two) ? a.sorted_slots[row0 + rb + 16 * c] : -1;
+      stok = slot >= 0 ? slot / a.K : -1;
+    }
+    const int32_t gate_row = (a.gate_first ? 0 : a.I) + item.col_block * kBN;
+    const int32_t up_row = gate_row + (a.gate_first ? a.I : -a.I);
 #pragma unroll 1
     for (int kb = 0; kb < kblocks; ++kb, ++it) {
       const uint32_t s = it % kStages;
@@ -159,11 +214,28 @@ __device__ __forceinline__ void produce_pairs(const fp8moe_gemm1_args& a, const 
         tma_load_3d(sm.b(s, 1), &map_w, sm.full(s), kb * kBK, up_row, e);
       }
       const uint32_t dst = sm.a(s, 0) + dst0;
+      const uint8_t* x_off = a.x + (c * 16 + kb * kBK);
 #pragma unroll
-      for (int i = 0; i < 8; ++i) {
-        const uint8_t* src = tok[i] >= 0 ? a.x + static_cast<int64_t>(tok[i]) * a.x_stride + (c * 16 + kb * kBK) : a.x;
-        /* rows 64.. (i ≥ 4) go to the second A tile, which follows the first: row 64 + r is at 64·128 + r·128 */
-        cp_async_16(dst + static_cast<uint32_t>(16 * i * kBK), src, tok[i] >= 0 ? 16 : 0);
+      for (int i = 0; i < 8; ++i) /* rows 64.. (i ≥ 4) land in the second A tile, right after the first */
+        cp_async_row16(dst + static_cast<uint32_t>(16 * i * kBK), x_off, tok[i], stride, (valid >> i) & 1u ? 16 : 0);
+      if (BLOCK) {
+        const uint32_t ds = sm.row_scale(s, rb + 16 * c);
+        if (F32) {
+          const float* xs = static_cast<const float*>(a.x_scale.data);
+          cp_async_4(ds, stok >= 0 ? xs + stok * a.x_scale.s[0] + kb * a.x_scale.s[1] : xs, stok >= 0 ? 4 : 0);
+        } else {
+          st_shared_f32(ds, stok >= 0 ? scale_at<false>(a.x_scale, stok, kb, 0) : 0.0f);
+        }
+        if (p == 0) {
+          if (F32) {
+            const float* ws = static_cast<const float*>(a.w_scale.data) + e * a.w_scale.s[0] + kb * a.w_scale.s[2];
+            cp_async_4(sm.w_scale(s, 0), ws + (gate_row / kBN) * a.w_scale.s[1], 4);
+            cp_async_4(sm.w_scale(s, 1), ws + (up_row / kBN) * a.w_scale.s[1], 4);
+          } else {
+            st_shared_f32(sm.w_scale(s, 0), scale_at<false>(a.w_scale, e, gate_row / kBN, kb));
+            st_shared_f32(sm.w_scale(s, 1), scale_at<false>(a.w_scale, e, up_row / kBN, kb));
+          }
+        }
       }
       cp_async_commit();
       if (it >= static_cast<uint32_t>(kLag)) {
@@ -184,9 +256,9 @@ __device__ __forceinline__ void produce_pairs(const fp8moe_gemm1_args& a, const 
  * scale, otherwise acc += p; stages in order, so the sums are the 64-row kernel's bit for bit. No wgmma group
  * is in flight at any control-flow merge (each stage waits for its own), so ptxas keeps the wgmmas async.
  * The other consumer warpgroup runs its own stage meanwhile: one's promotion overlaps the other's wgmmas. */
-template <bool BLOCK, class RowScale, class GateScale, class UpScale>
+template <bool BLOCK>
 __device__ __forceinline__ void consume_pair(PairAddr sm, int wg, int kblocks, uint32_t& it, float (&acc_g)[64],
-                                             float (&acc_u)[64], RowScale sa, GateScale sb_gate, UpScale sb_up) {
+                                             float (&acc_u)[64], int r0) {
   float p[64];
 #pragma unroll
   for (int i = 0; i < 64; ++i) acc_g[i] = acc_u[i] = 0.0f;
@@ -201,18 +273,18 @@ __device__ __forceinline__ void consume_pair(PairAddr sm, int wg, int kblocks, u
   };
 #pragma unroll 1
   for (int kb = 0; kb < kblocks; ++kb) {
-    float c0 = 0.0f, c1 = 0.0f, cg = 0.0f, cu = 0.0f;
-    if (BLOCK) { /* loaded before the barrier wait, so they overlap it and the gate wgmmas */
-      cg = sb_gate(kb);
-      cu = sb_up(kb);
-      c0 = sa(0, kb);
-      c1 = sa(1, kb);
-    }
     const uint32_t pos = it + static_cast<uint32_t>(kb);
     const uint32_t s = pos % kStages;
     mbar_wait(sm.full(s), (pos / kStages) & 1u);
     const uint64_t da = desc_sw128(sm.a(s, wg));
     const uint64_t dg = desc_sw128(sm.b(s, 0)), du = desc_sw128(sm.b(s, 1));
+    float c0 = 0.0f, c1 = 0.0f, cg = 0.0f, cu = 0.0f;
+    if (BLOCK) { /* staged with the stage by the producer: the thread's rows r0 and r0 + 8, gate and up */
+      c0 = ld_shared_f32(sm.row_scale(s, kBM * wg + r0));
+      c1 = ld_shared_f32(sm.row_scale(s, kBM * wg + r0 + 8));
+      cg = ld_shared_f32(sm.w_scale(s, 0));
+      cu = ld_shared_f32(sm.w_scale(s, 1));
+    }
     wgmma_fence();
     fence_regs(p);
 #pragma unroll
@@ -267,22 +339,22 @@ __global__ void __launch_bounds__(kThreads, 1)
   if (threadIdx.x < 128) {
     setmaxnreg_dec<kProducerRegs>();
     __syncthreads(); /* the consumers built the pair list; the barriers are initialized */
-    const int32_t pairs = pair_smem_of(smem_raw).num_pairs, col_blocks = a.I / kBN;
-    produce_pairs(a, map_w, pair_addr_of(smem_raw), pairs, col_blocks, pairs * col_blocks, a.H / kBK);
+    produce_pairs<SCALE == FP8MOE_SCALE_BLOCK, F32>(a, map_w, pair_addr_of(smem_raw), a.H / kBK);
     return;
   }
   setmaxnreg_inc<kConsumerRegs>();
   build_pairs(pair_smem_of(smem_raw), a.tile_expert, *a.num_tiles);
   __syncthreads(); /* publishes the list (and num_pairs) to the producer warpgroup */
   const PairAddr sp = pair_addr_of(smem_raw);
-  const int32_t pairs = pair_smem_of(smem_raw).num_pairs, col_blocks = a.I / kBN;
-  const int32_t items = pairs * col_blocks; /* ≤ max_tiles · col_blocks < 2^31 (the launcher checks) */
   const int kblocks = a.H / kBK;
-  const int ct = threadIdx.x - 128, wg = ct / 128, lane = ct % 32, q = (ct % 128) / 32;
-  const int g = lane / 4, t = lane % 4;
-  const int rr[2] = {16 * q + g, 16 * q + g + 8};
+  const int wg = (static_cast<int>(threadIdx.x) - 128) / 128;
   uint32_t it = 0;
-  for (int32_t w = static_cast<int32_t>(blockIdx.x); w < items; w += static_cast<int32_t>(gridDim.x)) {
+  /* Little stays live across the main loop (the item number, its pair and column block, the ring position):
+   * the pair count is re-read from shared memory per item and the thread's lanes and rows are recomputed
+   * after the loop, so the 192 accumulator and partial registers fit the consumers' 232 (ptxas -v). */
+  for (int32_t w = static_cast<int32_t>(blockIdx.x);; w += static_cast<int32_t>(gridDim.x)) {
+    const int32_t pairs = ld_shared_s32(sp.num_pairs()), col_blocks = a.I / kBN;
+    if (w >= pairs * col_blocks) break; /* items ≤ max_tiles · col_blocks < 2^31 (the launcher checks) */
     const fp8moe_sm90_item item = fp8moe_sm90_item_of(w, pairs, col_blocks, a.item_order, a.item_group);
     const uint32_t pf = sp.pair_first(item.tile);
     const int32_t tile0 = static_cast<int32_t>(pf & (kPairTwo - 1u));
@@ -291,25 +363,11 @@ __global__ void __launch_bounds__(kThreads, 1)
       continue;
     }
     float acc_g[64], acc_u[64];
-    {
-      /* Only what the main loop reads stays live across it (the token of each of the thread's two rows, the
-       * expert and the weight rows); the epilogue reloads the rest after it, so the 192 accumulator and
-       * partial registers fit the consumers' 232 without spills. */
-      const int32_t e = a.tile_expert[tile0];
-      const int64_t row0 = static_cast<int64_t>(tile0 + wg) * kBM; /* this warpgroup's tile */
-      int32_t tok[2];
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int32_t slot = a.sorted_slots[row0 + rr[h]];
-        tok[h] = slot >= 0 ? slot / a.K : -1;
-      }
-      const int32_t n0 = item.col_block * kBN;
-      const int32_t nb_g = ((a.gate_first ? 0 : a.I) + n0) / kBN, nb_u = ((a.gate_first ? a.I : 0) + n0) / kBN;
-      auto sa = [&](int h, int kb) { return tok[h] >= 0 ? scale_at<F32>(a.x_scale, tok[h], kb, 0) : 0.0f; };
-      auto sbg = [&](int kb) { return scale_at<F32>(a.w_scale, e, nb_g, kb); };
-      auto sbu = [&](int kb) { return scale_at<F32>(a.w_scale, e, nb_u, kb); };
-      consume_pair<SCALE == FP8MOE_SCALE_BLOCK>(sp, wg, kblocks, it, acc_g, acc_u, sa, sbg, sbu);
-    }
+    const int tid = static_cast<int>(threadIdx.x);
+    consume_pair<SCALE == FP8MOE_SCALE_BLOCK>(sp, wg, kblocks, it, acc_g, acc_u, 16 * (tid % 128 / 32) + tid % 32 / 4);
+    const int lane = tid % 32, q = tid % 128 / 32;
+    const int g = lane / 4, t = lane % 4;
+    const int rr[2] = {16 * q + g, 16 * q + g + 8};
     const int32_t n0 = item.col_block * kBN;
     const int32_t e = a.tile_expert[tile0];
     const int64_t row0 = static_cast<int64_t>(tile0 + wg) * kBM;
@@ -346,7 +404,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         gv = gv * tw[h];
         uv = uv * tw[h];
       }
-      const float v = activate(a.activation, gv, uv);
+      const float v = gated_activation(a.activation, gv, uv);
       acc_g[i] = v;
       m[h] = fmaxf(m[h], finite_abs(v));
     }
@@ -427,7 +485,7 @@ extern "C" int fp8moe_launch_gemm1_sm90_pairs(const fp8moe_gemm1_args* a, cudaSt
   using namespace fp8moe::sm90;
   if (a->max_tiles == 0) return cudaSuccess;
   if (a->max_tiles > FP8MOE_GEMM1_PAIR_MAX_TILES || a->E_local > FP8MOE_GEMM1_PAIR_MAX_EXPERTS ||
-      a->tile_m != kBM || a->max_ctas < 1)
+      a->tile_m != kBM || a->max_ctas < 1 || a->x_stride < 0 || a->x_stride > 0xFFFFFFFFll)
     return cudaErrorInvalidValue;
   if (!fp8moe_sm90_order_ok(a->item_order, a->item_group, a->max_tiles, a->I / kBN)) return cudaErrorInvalidValue;
   CUtensorMap mw;
