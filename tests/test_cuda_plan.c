@@ -482,6 +482,13 @@ static void gemm1_pairs(void) {
   EXPECT(fp8moe_cuda_plan_regime(&many) == FP8MOE_M_LARGE &&
              kernel_of(FP8MOE_GEMM1, 90, &many, v) == FP8MOE_GEMM_WGMMA_SM90,
          "E_local = %d: the 64-row wgmma GEMM1", (int)many.E_local);
+  fp8moe_problem wide_rows = big;
+  wide_rows.hidden_is_fp8 = 1;
+  wide_rows.hidden_states.strides[0] = (int64_t)1 << 32;
+  EXPECT(kernel_of(FP8MOE_GEMM1, 90, &wide_rows, v) == FP8MOE_GEMM_WGMMA_SM90,
+         "e4m3 hidden rows 2^32 bytes apart: the 64-row wgmma GEMM1 (32-bit row strides)");
+  wide_rows.hidden_states.strides[0] = 7168;
+  EXPECT(kernel_of(FP8MOE_GEMM1, 90, &wide_rows, v) == FP8MOE_GEMM_WGMMA128_SM90, "e4m3 hidden rows of H bytes");
   /* The switch letter. */
   unsetenv("FP8MOE_CUDA_GEMM_FALLBACK");
   EXPECT(!(fp8moe_cuda_plan_context_offers(1, 1) & FP8MOE_PLAN_NEEDS_GEMM1_PAIRS), "default: no 128-row GEMM1");

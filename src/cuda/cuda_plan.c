@@ -176,13 +176,15 @@ int32_t fp8moe_cuda_plan_sm90_group(int64_t k_bytes) {
 
 int32_t fp8moe_cuda_plan_sm90_pair_group(int64_t k_bytes) { return fp8moe_cuda_plan_sm90_group(k_bytes) / 2; }
 
-/* The 128-row GEMM1's pair list lives in shared memory (kernels_internal.h): at most
+/* The 128-row GEMM1's limits (kernels_internal.h): its pair list lives in shared memory, at most
  * FP8MOE_GEMM1_PAIR_MAX_TILES tiles of the 64-row layout (ceil(T·K / 64) + E_local: T·K ≤ ~508,000 routed rows
  * at E_local = 256) and FP8MOE_GEMM1_PAIR_MAX_EXPERTS experts. */
 static int pair_tiles_ok(const fp8moe_problem* p) {
   const int64_t tk = p->T * (int64_t)p->K;
   const int64_t max_tiles = (tk + FP8MOE_GEMM_TILE_M_LARGE - 1) / FP8MOE_GEMM_TILE_M_LARGE + p->E_local;
-  return max_tiles <= FP8MOE_GEMM1_PAIR_MAX_TILES && p->E_local <= FP8MOE_GEMM1_PAIR_MAX_EXPERTS;
+  /* its gather addresses token rows with 32-bit row strides (quantized inputs: H) */
+  const int stride_ok = !p->hidden_is_fp8 || p->hidden_states.strides[0] <= (int64_t)UINT32_MAX;
+  return max_tiles <= FP8MOE_GEMM1_PAIR_MAX_TILES && p->E_local <= FP8MOE_GEMM1_PAIR_MAX_EXPERTS && stride_ok;
 }
 
 static int rows_aligned16(const fp8moe_view* v) {

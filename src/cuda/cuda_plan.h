@@ -47,7 +47,7 @@ typedef enum fp8moe_m_regime {
                                               until measured on a GPU) */
 #define FP8MOE_PLAN_NEEDS_PAIR_TILES 512u /* the 64-row layout's max_tiles ≤ FP8MOE_GEMM1_PAIR_MAX_TILES and E_local ≤
                                              FP8MOE_GEMM1_PAIR_MAX_EXPERTS (the 128-row GEMM1's shared-memory pair
-                                             list) */
+                                             list), and e4m3 hidden rows at most 2^32 − 1 bytes apart */
 
 /* Context-level offers, decided once at context creation: TMA_ENC when the encoder was found, DECODE_GRIDS
  * when the decode GEMMs' grids fit, and SM90_GEMM1/2 (DECODE_GRIDS) unless the environment variable
