@@ -73,6 +73,13 @@ __device__ __forceinline__ uint32_t e4m3x4(float a, float b, float c, float d) {
 }
 
 /* |x| when finite, else 0: dynamic scales ignore NaN and ±Inf (docs/DESIGN.md). */
+/* The gated activation of GEMM1's epilogue, act(gate)·up: SwiGLU g·sigmoid(g)·u or GeGLU (erf form); every
+ * GEMM1 kernel calls this one, so they all give the CPU backend's operations in the same order. */
+__device__ __forceinline__ float gated_activation(int32_t act, float g, float u) {
+  if (act == FP8MOE_ACTIVATION_GEGLU) return 0.5f * g * (1.0f + erff(g / 1.41421356237309505f)) * u;
+  return g / (1.0f + expf(-g)) * u;
+}
+
 __device__ __forceinline__ float finite_abs(float x) { return isfinite(x) ? fabsf(x) : 0.0f; }
 
 /* s = max(amax / 448, FLT_MIN), IEEE division. */
@@ -105,9 +112,11 @@ __device__ __forceinline__ void mma_e4m3_16832(float (&d)[4], const uint32_t (&a
 }
 
 /* 16-byte global → shared copy that bypasses L1; src_bytes = 0 zero-fills the destination. */
+__device__ __forceinline__ void cp_async_16(uint32_t smem, const void* gmem, int src_bytes) { /* shared address */
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem), "l"(gmem), "r"(src_bytes));
+}
 __device__ __forceinline__ void cp_async_16(void* smem, const void* gmem, int src_bytes) {
-  uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(src_bytes));
+  cp_async_16(static_cast<uint32_t>(__cvta_generic_to_shared(smem)), gmem, src_bytes);
 }
 
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }

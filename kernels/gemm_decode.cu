@@ -42,11 +42,6 @@ constexpr int kMaxKb = FP8MOE_DECODE_MAX_KBLOCKS;
 static_assert(kRows == 16, "two n8 halves per tile");
 static_assert(kCols1 == 16, "one m16 fragment each of gate and up rows per CTA");
 
-__device__ __forceinline__ float activate(int32_t act, float g, float u) {
-  if (act == FP8MOE_ACTIVATION_GEGLU) return 0.5f * g * (1.0f + erff(g / 1.41421356237309505f)) * u;
-  return g / (1.0f + expf(-g)) * u;
-}
-
 /* 16 bytes of weights, read once: not kept in L1 (L2 still serves an expert's other tiles). */
 __device__ __forceinline__ uint4 ld_weights(const uint8_t* p) {
   uint4 v;
@@ -269,7 +264,7 @@ __device__ __forceinline__ void gemm1_item(const fp8moe_gemm1_args& a, Smem1& sm
         else if (SCALE == FP8MOE_SCALE_ROW) v = v * sx * kref_at(a.w_scale, e, nrow[b] + c + j);
         h[b] = a.token_weight ? v * sm.tw[r] : v;
       }
-      act[j] = activate(a.activation, h[0], h[1]);
+      act[j] = gated_activation(a.activation, h[0], h[1]);
     }
   }
   /* Amax of the token's 16 columns here: its 8 threads are consecutive lanes. */

@@ -221,6 +221,14 @@ int fp8moe_launch_gemm1(const fp8moe_gemm1_args* a, cudaStream_t stream);
  * sm90_loop outside FP8MOE_SM90_LOOP_*, an item_order outside FP8MOE_SM90_ORDER_* or a GROUPED item_group
  * below 1 is refused (cudaErrorInvalidValue, nothing launched). */
 int fp8moe_launch_gemm1_sm90(const fp8moe_gemm1_args* a, cudaStream_t stream);
+/* sm_90a, 128-row work items (kernels/gemm/gemm1_wgmma128_sm90.cu): pairs of consecutive 64-row tiles of one
+ * expert (the layout's tile_m stays 64), the pair list built by every CTA in shared memory from num_tiles and
+ * tile_expert; item_group counts pairs. The same needs and refusals as fp8moe_launch_gemm1_sm90 (sm90_loop
+ * and max_clusters are not read: one main loop, one-CTA kernel), and max_tiles ≤ FP8MOE_GEMM1_PAIR_MAX_TILES,
+ * E_local ≤ FP8MOE_GEMM1_PAIR_MAX_EXPERTS (its shared-memory pair list). */
+#define FP8MOE_GEMM1_PAIR_MAX_TILES 8192
+#define FP8MOE_GEMM1_PAIR_MAX_EXPERTS FP8MOE_PERMUTE_MAX_EXPERTS
+int fp8moe_launch_gemm1_sm90_pairs(const fp8moe_gemm1_args* a, cudaStream_t stream);
 /* Raises GEMM1's dynamic shared-memory limit on the current device (once, at context creation: not a
  * stream operation, so never inside run). */
 int fp8moe_prepare_gemm1(void);

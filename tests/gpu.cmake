@@ -31,6 +31,12 @@ if(FP8MOE_WITH_CUDA AND TARGET fp8moe_test_ref)
   add_test(NAME test_gpu_sweep_route_v1 COMMAND test_gpu_sweep --quick)
   set_tests_properties(test_gpu_sweep_route_v1 PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600 LABELS gpu
                        ENVIRONMENT "FP8MOE_LIBRARY=$<TARGET_FILE:fp8moe>;FP8MOE_CUDA_GEMM_FALLBACK=w")
+  # The 128-row GEMM1 (FALLBACK=v, opt-in; kernels/gemm/gemm1_wgmma128_sm90.cu): every large-M plan row in full
+  # (every format, activation, gate/up order, requantization mode, the input-side token weight, experts of one
+  # tile and odd tile counts, an expert-parallel shard, several item groups) and a graph capture at large M.
+  add_test(NAME test_gpu_sweep_sm90_v COMMAND test_gpu_sweep --large)
+  set_tests_properties(test_gpu_sweep_sm90_v PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600 LABELS gpu
+                       ENVIRONMENT "FP8MOE_LIBRARY=$<TARGET_FILE:fp8moe>;FP8MOE_CUDA_GEMM_FALLBACK=v")
   # CPU and CUDA routing weights bit for bit, >= 10^5 logit rows per method (src/routing_math.h).
   if(TARGET fp8moe_test_baseline)
     fp8moe_add_test(NAME test_gpu_routing_bits SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_gpu_routing_bits.c

@@ -582,7 +582,116 @@ static void route_v1_switch(void) {
   unsetenv("FP8MOE_CUDA_GEMM_FALLBACK");
 }
 
+/* The 128-row GEMM1 (FP8MOE_CUDA_GEMM_FALLBACK "v"): taken ahead of the 64-row wgmma GEMM1 only where the
+ * context offers it ("v") and the problem's pair list fits the kernel's shared memory, on LARGE only (MEDIUM
+ * and the fallbacks keep their rows; GEMM2 unchanged); "1" still switches it off with the other sm90 GEMM1. */
+static void gemm1_pairs(void) {
+  const uint32_t all = FP8MOE_PLAN_NEEDS_TMA_ENC | FP8MOE_PLAN_NEEDS_SM90_GEMM1 | FP8MOE_PLAN_NEEDS_SM90_GEMM2;
+  const uint32_t v = all | FP8MOE_PLAN_NEEDS_GEMM1_PAIRS;
+  const fp8moe_problem big = problem(2048, 7168, 2048, 256, 8, 0x10000);
+  EXPECT(kernel_of(FP8MOE_GEMM1, 90, &big, all) == FP8MOE_GEMM_WGMMA_SM90, "no v: the 64-row wgmma GEMM1");
+  EXPECT(kernel_of(FP8MOE_GEMM1, 90, &big, v) == FP8MOE_GEMM_WGMMA128_SM90 &&
+             kernel_of(FP8MOE_GEMM2, 90, &big, v) == FP8MOE_GEMM_WGMMA_SM90,
+         "v: the 128-row GEMM1, GEMM2 unchanged");
+  EXPECT(kernel_of(FP8MOE_GEMM1, 90, &big, v & ~FP8MOE_PLAN_NEEDS_SM90_GEMM1) == FP8MOE_GEMM_MMA_SYNC,
+         "v with GEMM1 switched off (1): mma.sync");
+  EXPECT(kernel_of(FP8MOE_GEMM1, 90, &big, v & ~FP8MOE_PLAN_NEEDS_TMA_ENC) == FP8MOE_GEMM_MMA_SYNC,
+         "v without the encoder: mma.sync");
+  EXPECT(kernel_of(FP8MOE_GEMM1, 100, &big, v) == FP8MOE_GEMM_MMA_SYNC, "v on cc 10.0: mma.sync");
+  const fp8moe_problem t512 = problem(512, 7168, 2048, 256, 8, 0x10000);
+  EXPECT(kernel_of(FP8MOE_GEMM1, 90, &t512, v) == FP8MOE_GEMM_WGMMA_SM90, "v at MEDIUM: the 64-row wgmma GEMM1");
+  const fp8moe_problem mixtral = problem(8192, 4096, 14336, 8, 2, 0x10000);
+  EXPECT(kernel_of(FP8MOE_GEMM1, 90, &mixtral, v) == FP8MOE_GEMM_WGMMA128_SM90, "v mixtral-8x7b T=8192");
+  /* The pair list's bound: max_tiles = ceil(T·K/64) + E_local ≤ FP8MOE_GEMM1_PAIR_MAX_TILES. */
+  const int64_t fit_tk = (int64_t)(FP8MOE_GEMM1_PAIR_MAX_TILES - 256) * 64;
+  const fp8moe_problem at = problem(fit_tk / 8, 7168, 2048, 256, 8, 0x10000);
+  const fp8moe_problem past = problem(fit_tk / 8 + 8, 7168, 2048, 256, 8, 0x10000);
+  EXPECT(kernel_of(FP8MOE_GEMM1, 90, &at, v) == FP8MOE_GEMM_WGMMA128_SM90, "max_tiles = the cap: 128-row GEMM1");
+  EXPECT(kernel_of(FP8MOE_GEMM1, 90, &past, v) == FP8MOE_GEMM_WGMMA_SM90,
+         "max_tiles past the cap: the 64-row wgmma GEMM1");
+  fp8moe_problem many = problem(1, 1024, 512, 1, 1, 0x10000);
+  many.E = many.E_local = FP8MOE_GEMM1_PAIR_MAX_EXPERTS + 1;
+  many.T = 32 * (int64_t)many.E; /* LARGE, max_tiles ≤ the cap */
+  many.w13.shape[0] = many.w2.shape[0] = many.E;
+  EXPECT(fp8moe_cuda_plan_regime(&many) == FP8MOE_M_LARGE &&
+             kernel_of(FP8MOE_GEMM1, 90, &many, v) == FP8MOE_GEMM_WGMMA_SM90,
+         "E_local = %d: the 64-row wgmma GEMM1", (int)many.E_local);
+  fp8moe_problem wide_rows = big;
+  wide_rows.hidden_is_fp8 = 1;
+  wide_rows.hidden_states.strides[0] = (int64_t)1 << 32;
+  EXPECT(kernel_of(FP8MOE_GEMM1, 90, &wide_rows, v) == FP8MOE_GEMM_WGMMA_SM90,
+         "e4m3 hidden rows 2^32 bytes apart: the 64-row wgmma GEMM1 (32-bit row strides)");
+  wide_rows.hidden_states.strides[0] = 7168;
+  EXPECT(kernel_of(FP8MOE_GEMM1, 90, &wide_rows, v) == FP8MOE_GEMM_WGMMA128_SM90, "e4m3 hidden rows of H bytes");
+  /* The switch letter. */
+  unsetenv("FP8MOE_CUDA_GEMM_FALLBACK");
+  EXPECT(!(fp8moe_cuda_plan_context_offers(1, 1, 1) & FP8MOE_PLAN_NEEDS_GEMM1_PAIRS), "default: no 128-row GEMM1");
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "v", 1);
+  uint32_t o = fp8moe_cuda_plan_context_offers(1, 1, 1);
+  EXPECT((o & FP8MOE_PLAN_NEEDS_GEMM1_PAIRS) && (o & FP8MOE_PLAN_NEEDS_SM90_GEMM1) && (o & FP8MOE_PLAN_NEEDS_SM90_GEMM2),
+         "FALLBACK=v: 0x%x", (unsigned)o);
+  EXPECT(kernel_of(FP8MOE_GEMM1, 90, &big, o) == FP8MOE_GEMM_WGMMA128_SM90, "FALLBACK=v: deepseek-v3 T=2048");
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "1v", 1);
+  o = fp8moe_cuda_plan_context_offers(1, 1, 1);
+  EXPECT(kernel_of(FP8MOE_GEMM1, 90, &big, o) == FP8MOE_GEMM_MMA_SYNC, "FALLBACK=1v: mma.sync");
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "12dpcsqruomnkjwxy", 1);
+  EXPECT(!(fp8moe_cuda_plan_context_offers(1, 1, 1) & FP8MOE_PLAN_NEEDS_GEMM1_PAIRS), "the other letters: no v");
+  unsetenv("FP8MOE_CUDA_GEMM_FALLBACK");
+  /* The grouped order over pairs keeps a group's A rows: half the tiles. */
+  EXPECT(fp8moe_cuda_plan_sm90_pair_group(7168) == 9 && fp8moe_cuda_plan_sm90_pair_group(4096) == 16 &&
+             fp8moe_cuda_plan_sm90_pair_group(1 << 20) == 4,
+         "pair groups: deepseek-v3 %d, mixtral-8x7b %d", (int)fp8moe_cuda_plan_sm90_pair_group(7168),
+         (int)fp8moe_cuda_plan_sm90_pair_group(4096));
+}
+
+/* The pair list of the 128-row GEMM1 (fp8moe_sm90_pair_start, as the kernel builds it): for tile lists of
+ * experts with 0..5 tiles each, the pairs cover every tile exactly once, a pair's tiles belong to one expert,
+ * an expert of n tiles gives ceil(n/2) pairs, and only its last may be single (n odd). */
+static void pair_lists(void) {
+  static int32_t te[512], first[64], covered[512];
+  static uint32_t list[512];
+  uint32_t seed = 12345u;
+  for (int round = 0; round < 200; ++round) {
+    const int32_t E = 1 + round % 64;
+    int32_t tiles = 0, want_pairs = 0;
+    for (int32_t e = 0; e < E; ++e) {
+      seed = seed * 1664525u + 1013904223u;
+      const int32_t n = round == 0 ? 1 : (int32_t)((seed >> 24) % 6); /* round 0: single-tile experts only */
+      first[e] = tiles;
+      for (int32_t j = 0; j < n; ++j) te[tiles++] = e;
+      want_pairs += (n + 1) / 2;
+    }
+    int32_t pairs = 0;
+    for (int32_t t = 0; t < tiles; ++t) {
+      uint32_t entry = 0;
+      if (fp8moe_sm90_pair_start(te, tiles, t, first[te[t]], &entry)) list[pairs++] = entry;
+    }
+    int ok = pairs == want_pairs;
+    memset(covered, 0, sizeof covered);
+    for (int32_t i = 0; i < pairs && ok; ++i) {
+      const int32_t t0 = (int32_t)(list[i] & (FP8MOE_SM90_PAIR_TWO - 1u));
+      const int two = (list[i] & FP8MOE_SM90_PAIR_TWO) != 0;
+      ok = t0 < tiles && (i == 0 || t0 > (int32_t)(list[i - 1] & (FP8MOE_SM90_PAIR_TWO - 1u)));
+      if (!ok) break;
+      ++covered[t0];
+      if (two) {
+        ok = t0 + 1 < tiles && te[t0 + 1] == te[t0];
+        if (ok) ++covered[t0 + 1];
+      } else {
+        /* single: the expert's last tile, with an odd tile count */
+        ok = (t0 + 1 == tiles || te[t0 + 1] != te[t0]) && ((t0 - first[te[t0]]) % 2 == 0);
+      }
+    }
+    for (int32_t t = 0; t < tiles && ok; ++t) ok = covered[t] == 1;
+    EXPECT(ok, "round %d (E = %d, %d tiles): %d pairs, expected %d, or a tile covered other than once", round,
+           (int)E, (int)tiles, (int)pairs, (int)want_pairs);
+    if (!ok) break;
+  }
+}
+
 int main(void) {
+  gemm1_pairs();
+  pair_lists();
   route_v1_switch();
   permute_rule();
   stream_split();

@@ -5,7 +5,8 @@
  * ids counted in device_status, T = 0, shards summing to the full layer), CUDA-graph capture + replay and
  * two streams running different problems on one context, and the kernel plan's large-M and decode rows.
  * Outputs are poisoned before every GPU run.
- * `--quick` runs a subset (for compute-sanitizer). Skipped (77) without a usable CUDA device. */
+ * `--quick` runs a subset (for compute-sanitizer); `--large` only the large-M plan rows in full and a graph
+ * capture at large M (the 128-row GEMM1's variant). Skipped (77) without a usable CUDA device. */
 #define _POSIX_C_SOURCE 200809L /* setenv, unsetenv */
 #include <cuda_runtime_api.h>
 #include <math.h>
@@ -220,6 +221,19 @@ static void plan_rows(suite* s) {
     c.H = 768;
     c.I = 384;
     c.gate_up_order = f % 2 ? FP8MOE_GATE_UP_UP_FIRST : FP8MOE_GATE_UP_GATE_FIRST;
+    c.seed = 5000 + (uint64_t)i;
+    generate_and_compare(s, &c, "plan");
+  }
+  /* An expert-parallel shard at large M (half the experts, offset by a quarter): the local tiles and the
+   * 128-row GEMM1's pairs (FALLBACK=v) of the local experts only. */
+  for (size_t f = 0; f < sizeof formats / sizeof formats[0]; ++f, ++i) {
+    if (s->quick && f != 1) continue;
+    pg_config c;
+    base_config(&c, FP8MOE_ROUTING_RENORMALIZE, formats[f], 3);
+    c.E_local = c.E / 2;
+    c.local_offset = c.E / 4;
+    c.activation = f == 1 ? FP8MOE_ACTIVATION_GEGLU : FP8MOE_ACTIVATION_SWIGLU;
+    c.gate_up_order = f % 2 ? FP8MOE_GATE_UP_GATE_FIRST : FP8MOE_GATE_UP_UP_FIRST;
     c.seed = 5000 + (uint64_t)i;
     generate_and_compare(s, &c, "plan");
   }
@@ -635,6 +649,8 @@ int main(int argc, char** argv) {
   memset(&s, 0, sizeof s);
   setvbuf(stdout, NULL, _IONBF, 0); /* a crash must not swallow the lines before it */
   s.quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
+  /* --large: only the large-M plan rows, in full (the 128-row GEMM1's variant, FALLBACK=v, runs them). */
+  const int large_only = argc > 1 && strcmp(argv[1], "--large") == 0;
   fp8moe_backend_info bi;
   int open_rc = gpu_suite_open("test_gpu_sweep", &s.tp, &s.cpu, &s.gpu, &bi);
   if (open_rc != 0) return open_rc;
@@ -649,9 +665,13 @@ int main(int argc, char** argv) {
           "context_info: backend %d ordinal %d capturable %d sms %d cc %d", (int)ci.backend, (int)ci.device_ordinal,
           (int)ci.graph_capturable, (int)ci.sm_count, (int)ci.compute_capability);
     printf("context: %s, %d SMs, cc %d\n", ci.device_name, (int)ci.sm_count, (int)ci.compute_capability);
-    sweep(&s);
-    plan_rows(&s);
-    decode_rows(&s);
+    if (large_only) {
+      plan_rows(&s);
+      graph_capture(&s, 2400);
+    } else {
+      sweep(&s);
+      plan_rows(&s);
+      decode_rows(&s);
     regression_ties(&s);
     regression_nonfinite(&s);
     regression_precomputed_range(&s);
@@ -662,6 +682,7 @@ int main(int argc, char** argv) {
     graph_capture(&s, 4); /* 2·T·K ≤ E: the decode rows (on cc 9.0 the stream pair: its counters and split
                              fixup must give the same bits on every replay) */
     two_streams(&s);
+    }
     printf("max rel_err vs CPU: FP8_PER_TENSOR %.3e, FP8_BLOCK128 %.3e, FP8_PER_CHANNEL %.3e\n", s.max_rel[0],
            s.max_rel[1], s.max_rel[2]);
   }

@@ -14,11 +14,6 @@
 namespace fp8moe {
 namespace {
 
-__device__ __forceinline__ float activate(int32_t act, float g, float u) {
-  if (act == FP8MOE_ACTIVATION_GEGLU) return 0.5f * g * (1.0f + erff(g / 1.41421356237309505f)) * u;
-  return g / (1.0f + expf(-g)) * u;
-}
-
 constexpr int kStages = 4;
 template <int TM>
 using Smem1 = GemmSmem<2, kStages, TM>;
@@ -78,7 +73,7 @@ __device__ __forceinline__ void gemm1_tile(const fp8moe_gemm1_args& a, Smem1<TM>
           }
           h[b] = a.token_weight ? v * tw[r] : v;
         }
-        sm.u.epi[r][col] = activate(a.activation, h[0], h[1]);
+        sm.u.epi[r][col] = gated_activation(a.activation, h[0], h[1]);
       }
   __syncthreads();
 

@@ -21,11 +21,6 @@ namespace sm90 {
 namespace {
 
 #if FP8MOE_SM90A
-__device__ __forceinline__ float activate(int32_t act, float g, float u) {
-  if (act == FP8MOE_ACTIVATION_GEGLU) return 0.5f * g * (1.0f + erff(g / 1.41421356237309505f)) * u;
-  return g / (1.0f + expf(-g)) * u;
-}
-
 /* Producer warpgroup: thread p copies 16-byte chunk p % 8 of rows p / 8 + 16i (i < 4) of every A stage.
  * CLUSTER (2-CTA clusters, unit = item pair: fp8moe_sm90_unit_item): where the pair shares B (pair_shares_b)
  * thread 0 loads B box `rank` (gate rows for rank 0, up rows for rank 1) and multicasts it into both CTAs;
@@ -169,7 +164,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
       for (int i = 0; i < 64; ++i) {
         float& cell = sm.epi[rr[acc_half(i)]][acc_col(i, t)];
-        cell = activate(a.activation, acc[i], cell);
+        cell = gated_activation(a.activation, acc[i], cell);
       }
     consumer_sync();
 

@@ -70,6 +70,20 @@ FP8MOE_ITEMS_FN fp8moe_sm90_unit fp8moe_sm90_unit_item(int32_t u, int32_t items,
   return r;
 }
 
+/* The 128-row GEMM1 (gemm1_wgmma128_sm90.cu) takes pairs of consecutive 64-row tiles of one expert as its
+ * "tiles": tile t (< tiles) of expert tile_expert[t], whose first tile is `first`, starts a pair when t − first
+ * is even (tile_expert is non-decreasing: experts in order, each padded to whole tiles), so an expert of n
+ * tiles gives ceil(n / 2) pairs, the last one single when n is odd. Returns 1 for a pair start and sets
+ * *entry = t | FP8MOE_SM90_PAIR_TWO when tile t + 1 is the pair's second tile (same expert, < tiles). */
+#define FP8MOE_SM90_PAIR_TWO 0x8000u
+FP8MOE_ITEMS_FN int fp8moe_sm90_pair_start(const int32_t* tile_expert, int32_t tiles, int32_t t, int32_t first,
+                                           uint32_t* entry) {
+  const int32_t e = tile_expert[t];
+  const int two = t + 1 < tiles && tile_expert[t + 1] == e;
+  *entry = (uint32_t)t | (two ? FP8MOE_SM90_PAIR_TWO : 0u);
+  return ((t - first) & 1) == 0;
+}
+
 /* What the launchers accept: an order of FP8MOE_SM90_ORDER_*, for GROUPED a group of at least 1 tile, and
  * item numbers (max_tiles · col_blocks, group · col_blocks) that fit the mapping's 32-bit arithmetic. */
 FP8MOE_ITEMS_FN int fp8moe_sm90_order_ok(int32_t order, int32_t group, int64_t max_tiles, int64_t col_blocks) {

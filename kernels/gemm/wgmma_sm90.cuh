@@ -30,6 +30,7 @@ extern "C" {
 /* Shared-memory limits of each file's kernels (called by fp8moe_prepare_gemm_sm90). */
 int fp8moe_prepare_gemm1_sm90_smem(void);
 int fp8moe_prepare_gemm2_sm90_smem(void);
+int fp8moe_prepare_gemm1_sm90_pairs_smem(void); /* gemm1_wgmma128_sm90.cu */
 /* Host: a tiled e4m3 tensor map with the 128-byte swizzle: dims[0] = K (bytes, contiguous), box
  * box0 × box1 (× 1). rank 2 or 3; strides in bytes for dims 1.. */
 int fp8moe_sm90_encode(void* encode_fn, CUtensorMap* map, const void* base, int rank, const uint64_t* dims,
@@ -80,23 +81,31 @@ __device__ __forceinline__ void mbar_init(uint64_t* b, uint32_t count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(saddr(b)), "r"(count) : "memory");
 }
 __device__ __forceinline__ void mbar_init_fence() { asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory"); }
-__device__ __forceinline__ void mbar_arrive(uint64_t* b) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(saddr(b)) : "memory");
+/* The mbarrier operations take the barrier's 32-bit shared-memory address (the uint64_t* forms convert a
+ * generic pointer): kernels that keep their shared-memory layout as 32-bit addresses (gemm1_wgmma128_sm90.cu)
+ * save the registers of 64-bit generic pointers. */
+__device__ __forceinline__ void mbar_arrive(uint32_t b) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(b) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(uint64_t* b) { mbar_arrive(saddr(b)); }
+__device__ __forceinline__ void mbar_arrive_expect_tx(uint32_t b, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(b), "r"(bytes) : "memory");
 }
 __device__ __forceinline__ void mbar_arrive_expect_tx(uint64_t* b, uint32_t bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(saddr(b)), "r"(bytes) : "memory");
+  mbar_arrive_expect_tx(saddr(b), bytes);
 }
 /* Waits until the phase with the given parity has completed (a fresh barrier counts parity 1 as done). */
-__device__ __forceinline__ void mbar_wait(uint64_t* b, uint32_t parity) {
+__device__ __forceinline__ void mbar_wait(uint32_t b, uint32_t parity) {
   asm volatile(
       "{\n.reg .pred done;\n"
       "WAIT:\n"
       "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
       "@!done bra WAIT;\n"
-      "}\n" ::"r"(saddr(b)),
+      "}\n" ::"r"(b),
       "r"(parity)
       : "memory");
 }
+__device__ __forceinline__ void mbar_wait(uint64_t* b, uint32_t parity) { mbar_wait(saddr(b), parity); }
 /* The 2-CTA cluster variant (GEMM2, docs/GPU.md "2-CTA clusters"): this CTA's rank in its cluster, a whole-
  * cluster barrier (every thread of both CTAs; release/acquire at cluster scope), an arrive on the mbarrier at
  * the same shared-memory offset in CTA `rank` (release at cluster scope, so the peer's producer that waits
@@ -139,13 +148,17 @@ __device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, u
       "l"(reinterpret_cast<uint64_t>(map)), "r"(saddr(bar)), "r"(c0), "r"(c1)
       : "memory");
 }
-__device__ __forceinline__ void tma_load_3d(void* dst, const CUtensorMap* map, uint64_t* bar, int32_t c0, int32_t c1,
+__device__ __forceinline__ void tma_load_3d(uint32_t dst, const CUtensorMap* map, uint32_t bar, int32_t c0, int32_t c1,
                                             int32_t c2) {
   asm volatile(
       "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5}], "
-      "[%2];\n" ::"r"(saddr(dst)),
-      "l"(reinterpret_cast<uint64_t>(map)), "r"(saddr(bar)), "r"(c0), "r"(c1), "r"(c2)
+      "[%2];\n" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(bar), "r"(c0), "r"(c1), "r"(c2)
       : "memory");
+}
+__device__ __forceinline__ void tma_load_3d(void* dst, const CUtensorMap* map, uint64_t* bar, int32_t c0, int32_t c1,
+                                            int32_t c2) {
+  tma_load_3d(saddr(dst), map, saddr(bar), c0, c1, c2);
 }
 
 /* One 3-D box written to the same shared-memory offset of every CTA in cta_mask (bit i: cluster rank i); the
@@ -173,10 +186,11 @@ __device__ __forceinline__ void consumer_sync() { asm volatile("bar.sync 1, %0;\
 
 /* Shared-memory matrix descriptor: K-major tile with 128-byte rows and the 128-byte swizzle; 8-row core
  * groups are 1024 bytes apart (stride byte offset); the leading byte offset is unused (0) for this layout. */
-__device__ __forceinline__ uint64_t desc_sw128(const void* tile) {
-  const uint64_t addr = saddr(tile);
+__device__ __forceinline__ uint64_t desc_sw128(uint32_t tile) {
+  const uint64_t addr = tile;
   return ((addr & 0x3FFFF) >> 4) | ((1024ull >> 4) << 32) | (1ull << 62);
 }
+__device__ __forceinline__ uint64_t desc_sw128(const void* tile) { return desc_sw128(saddr(tile)); }
 
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }

@@ -46,6 +46,12 @@ static const fp8moe_plan_row k_rows[] = {
      "fallback for decode: mma.sync 16-row tiles"},
     {FP8MOE_GEMM2, 89, 999, FP8MOE_M_TINY, FP8MOE_GEMM_MMA_SYNC, 16, 4, 0,
      "fallback for decode: mma.sync 16-row tiles"},
+    /* Opt-in ("v") until measured on an H200: 128-row items halve the W13 bytes per tensor-core cycle that
+     * the L2 must feed (48 KB per 1,024 cycles instead of 40 KB per 512; docs/GPU.md "128-row GEMM1
+     * items"). Same tile_m (pairs of the layout's 64-row tiles). */
+    {FP8MOE_GEMM1, 90, 90, FP8MOE_M_LARGE, FP8MOE_GEMM_WGMMA128_SM90, 64, 4,
+     TMA_W13 | TMA_ENC | ON1 | FP8MOE_PLAN_NEEDS_GEMM1_PAIRS | FP8MOE_PLAN_NEEDS_PAIR_TILES,
+     "Hopper, ≥32 rows/expert, opt-in v: wgmma 128×(128 gate + 128 up) on pairs of 64-row tiles"},
     {FP8MOE_GEMM1, 90, 90, FP8MOE_M_LARGE, FP8MOE_GEMM_WGMMA_SM90, 64, 4, TMA_W13 | TMA_ENC | ON1,
      "Hopper, ≥32 rows/expert: wgmma 64×(128 gate + 128 up), TMA weights, cp.async row gather"},
     {FP8MOE_GEMM2, 90, 90, FP8MOE_M_LARGE, FP8MOE_GEMM_WGMMA_SM90, 64, 4, TMA_W2 | H256 | TMA_ENC | ON2,
@@ -129,6 +135,7 @@ uint32_t fp8moe_cuda_plan_context_offers(int have_tma_encoder, int have_decode_g
   if (have_decode_grids && !decode_off) o |= FP8MOE_PLAN_NEEDS_DECODE_GRIDS;
   if (have_stream_grid && !stream_off) o |= FP8MOE_PLAN_NEEDS_STREAM;
   if (have_stream_grid && off != NULL && strchr(off, 'j') != NULL) o |= FP8MOE_PLAN_NEEDS_STREAM_SMALL;
+  if (off != NULL && strchr(off, 'v') != NULL) o |= FP8MOE_PLAN_NEEDS_GEMM1_PAIRS;
   return o;
 }
 
@@ -195,6 +202,19 @@ int32_t fp8moe_cuda_plan_sm90_group(int64_t k_bytes) {
   return (int32_t)(g < r->min_group ? r->min_group : g > r->max_group ? r->max_group : g);
 }
 
+int32_t fp8moe_cuda_plan_sm90_pair_group(int64_t k_bytes) { return fp8moe_cuda_plan_sm90_group(k_bytes) / 2; }
+
+/* The 128-row GEMM1's limits (kernels_internal.h): its pair list lives in shared memory, at most
+ * FP8MOE_GEMM1_PAIR_MAX_TILES tiles of the 64-row layout (ceil(T·K / 64) + E_local: T·K ≤ ~508,000 routed rows
+ * at E_local = 256) and FP8MOE_GEMM1_PAIR_MAX_EXPERTS experts. */
+static int pair_tiles_ok(const fp8moe_problem* p) {
+  const int64_t tk = p->T * (int64_t)p->K;
+  const int64_t max_tiles = (tk + FP8MOE_GEMM_TILE_M_LARGE - 1) / FP8MOE_GEMM_TILE_M_LARGE + p->E_local;
+  /* its gather addresses token rows with 32-bit row strides (quantized inputs: H) */
+  const int stride_ok = !p->hidden_is_fp8 || p->hidden_states.strides[0] <= (int64_t)UINT32_MAX;
+  return max_tiles <= FP8MOE_GEMM1_PAIR_MAX_TILES && p->E_local <= FP8MOE_GEMM1_PAIR_MAX_EXPERTS && stride_ok;
+}
+
 static int rows_aligned16(const fp8moe_view* v) {
   return ((uintptr_t)v->data % 16) == 0 && v->strides[0] % 16 == 0 && (v->ndim < 3 || v->strides[1] % 16 == 0);
 }
@@ -214,6 +234,7 @@ uint32_t fp8moe_cuda_plan_offers(const fp8moe_problem* p, uint32_t context_offer
   if (tma_ok(&p->w2)) o |= FP8MOE_PLAN_NEEDS_TMA_W2;
   if (p->H % 256 == 0) o |= FP8MOE_PLAN_NEEDS_H256;
   if (decode_shapes_ok(p)) o |= FP8MOE_PLAN_NEEDS_DECODE_SHAPES;
+  if (pair_tiles_ok(p)) o |= FP8MOE_PLAN_NEEDS_PAIR_TILES;
   return o;
 }
 

@@ -16,8 +16,10 @@ typedef enum fp8moe_gemm_kernel {
   FP8MOE_GEMM_MMA_SYNC = 0,   /* mma.sync m16n8k32 e4m3, cp.async, any sm_89+ (gemm{1,2}_mma.cu) */
   FP8MOE_GEMM_WGMMA_SM90 = 1, /* wgmma m64n128k32 e4m3 + TMA, warp-specialized, sm_90a only (gemm{1,2}_wgmma_sm90.cu) */
   FP8MOE_GEMM_DECODE = 2,     /* swap-AB weight streaming into mma.sync fragments, clusters (gemm_decode.cu) */
-  FP8MOE_GEMM_STREAM_SM90 = 3 /* swap-AB TMA weight streaming into wgmma, stream-K over a persistent grid,
-                                 sm_90a only (gemm_stream_sm90.cu) */
+  FP8MOE_GEMM_STREAM_SM90 = 3, /* swap-AB TMA weight streaming into wgmma, stream-K over a persistent grid,
+                                  sm_90a only (gemm_stream_sm90.cu) */
+  FP8MOE_GEMM_WGMMA128_SM90 = 4 /* GEMM1 only: the wgmma kernel on 128-row items, pairs of 64-row tiles of one
+                                   expert sharing each W13 stage (gemm1_wgmma128_sm90.cu) */
 } fp8moe_gemm_kernel;
 
 /* M regimes by the average routed rows per expert T·K/E: at most one half is TINY (most experts get no row,
@@ -47,13 +49,19 @@ typedef enum fp8moe_m_regime {
                                          FP8MOE_CUDA_GEMM_FALLBACK does not name them ("k") */
 #define FP8MOE_PLAN_NEEDS_STREAM_SMALL 512u /* FP8MOE_CUDA_GEMM_FALLBACK opts in ("j"): the stream GEMMs also at
                                                1–16 rows per expert (the SMALL regime), to be measured there */
+#define FP8MOE_PLAN_NEEDS_GEMM1_PAIRS 1024u /* the 128-row GEMM1 is named by FP8MOE_CUDA_GEMM_FALLBACK ("v"; opt-in
+                                              until measured on a GPU) */
+#define FP8MOE_PLAN_NEEDS_PAIR_TILES 2048u /* the 64-row layout's max_tiles ≤ FP8MOE_GEMM1_PAIR_MAX_TILES and E_local ≤
+                                             FP8MOE_GEMM1_PAIR_MAX_EXPERTS (the 128-row GEMM1's shared-memory pair
+                                             list), and e4m3 hidden rows at most 2^32 − 1 bytes apart */
 
 /* Context-level offers, decided once at context creation: TMA_ENC when the encoder was found, DECODE_GRIDS
  * when the decode GEMMs' grids fit, STREAM when the stream GEMMs' grid fits, and SM90_GEMM1/2
  * (DECODE_GRIDS, STREAM) unless the environment variable FP8MOE_CUDA_GEMM_FALLBACK names that GEMM ("1",
  * "2", "d" for the register-path decode pair, "k" for the stream pair, or any mix: those rows give way to the
  * next ones; a diagnostic and A/B switch, read only here); STREAM_SMALL only when it names "j" (and the
- * stream grid fits). */
+ * stream grid fits); GEMM1_PAIRS only when it names "v" (the 128-row GEMM1, opt-in; "1" still switches every
+ * sm90 GEMM1 off). */
 uint32_t fp8moe_cuda_plan_context_offers(int have_tma_encoder, int have_decode_grids, int have_stream_grid);
 
 /* Whether some stream row can match (cc, regime of p): the workspace then holds the stream GEMMs' partial
@@ -94,6 +102,10 @@ const fp8moe_sm90_group_rule* fp8moe_cuda_plan_sm90_group_rule(void);
 
 /* Tiles per group for a GEMM reducing over k_bytes (≥ 1); always even, within [min_group, max_group]. */
 int32_t fp8moe_cuda_plan_sm90_group(int64_t k_bytes);
+
+/* The 128-row GEMM1's group in pairs of 64-row tiles: half the tiles per group, so a group holds the same A
+ * rows (≥ 4 pairs). */
+int32_t fp8moe_cuda_plan_sm90_pair_group(int64_t k_bytes);
 
 typedef enum fp8moe_gemm_which { FP8MOE_GEMM1 = 1, FP8MOE_GEMM2 = 2 } fp8moe_gemm_which;
 

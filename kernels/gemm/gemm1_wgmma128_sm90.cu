@@ -1,0 +1,517 @@
+/* gemm1_wgmma128_sm90.cu — grouped GEMM1 on Hopper with 128-row work items (FP8MOE_CUDA_GEMM_FALLBACK "v",
+ * opt-in; docs/GPU.md "128-row GEMM1 items"). Same contract and arithmetic as gemm1_wgmma_sm90.cu (the same
+ * per-stage partial sums promoted in stage order, the same epilogue operations per element), so it writes
+ * the same bits; what changes is the shape of a work item and with it the L2→SM bytes per tensor-core cycle.
+ *
+ * Work item: a *pair* of consecutive 64-row tiles of one expert (the layout keeps tile_m = 64; an expert with
+ * n tiles gives ceil(n/2) pairs, the last one single when n is odd) × 128 intermediate columns. Per stage the
+ * producer warpgroup gathers the pair's 128 token rows into two 8 KB swizzled A tiles with cp.async and one
+ * thread loads the 128 gate rows and the 128 up rows of W13[e] by TMA (two 16 KB boxes, as the 64-row
+ * kernel); consumer warpgroup w multiplies A tile w (rows 64w..64w+63) by both B tiles: 4 gate wgmmas into
+ * one partial, promoted into acc_gate, then 4 up wgmmas into the same partial, promoted into acc_up. So a
+ * stage moves A 16 KB + B 32 KB = 48 KB from L2 for 1,024 tensor-core cycles (the 64-row kernel: 40 KB for
+ * 512). Each thread then holds gate and up of the same outputs: the activation, the 1×128 group amax (over
+ * the 4 lanes of a quad) and the requantization run in registers, with no shared-memory round trip.
+ *
+ * The pair list is built by every CTA at start in shared memory from the device's num_tiles and tile_expert
+ * (graph-capturable, no extra launch): the first tile of each expert, then the tiles at an even distance from
+ * it, in tile order (bit 15 of an entry: the pair has a second tile). Items = pairs × column blocks, walked in
+ * the grouped order of sm90_items.h with pairs in place of tiles. Limits: max_tiles ≤
+ * FP8MOE_GEMM1_PAIR_MAX_TILES, E_local ≤ FP8MOE_GEMM1_PAIR_MAX_EXPERTS (the plan's needs; the launcher refuses
+ * beyond them). */
+#include "sm90_items.h"
+#include "wgmma_sm90.cuh"
+
+namespace fp8moe {
+namespace sm90 {
+namespace {
+
+struct PairStage {
+  uint8_t a[2][kATileBytes]; /* rows 0..63 and 64..127 of the pair, 128-byte swizzle */
+  uint8_t b[2][kBTileBytes]; /* gate rows, up rows */
+};
+static_assert(sizeof(PairStage) % 1024 == 0, "tiles stay 1024-byte aligned for the 128-byte swizzle");
+
+constexpr int kPairWarps = kConsumers / 32; /* the warps that build the pair list */
+static_assert(FP8MOE_GEMM1_PAIR_MAX_TILES <= FP8MOE_SM90_PAIR_TWO, "tile numbers fit below the pair entry's flag bit");
+
+struct PairSmem {
+  PairStage st[kStages];
+  uint64_t full[kStages];
+  uint64_t empty[kStages];
+  float row_scale[kStages][2 * kBM];          /* BLOCK: each stage's 128 activation row scales (0: padding) */
+  float w_scale[kStages][4];                  /* BLOCK: each stage's gate and up weight-block scales */
+  int32_t num_pairs;                          /* the pair list's length */
+  int32_t warp_count[kPairWarps];             /* the pair list's compaction, per warp */
+  uint16_t pair_first[FP8MOE_GEMM1_PAIR_MAX_TILES]; /* first tile | kPairTwo */
+  int16_t first_tile[FP8MOE_GEMM1_PAIR_MAX_EXPERTS]; /* first tile of each expert that has one */
+};
+constexpr size_t kPairSmemBytes = sizeof(PairSmem) + 1024; /* + slack to align the dynamic buffer to 1024 */
+static_assert(kPairSmemBytes <= 227u * 1024u, "within Hopper's 227 KB of dynamic shared memory per block");
+
+#if FP8MOE_SM90A
+constexpr uint32_t kPairTwo = FP8MOE_SM90_PAIR_TWO; /* pair_first bit: the pair has a second tile */
+
+__device__ __forceinline__ PairSmem& pair_smem_of(uint8_t* raw) {
+  return *reinterpret_cast<PairSmem*>((reinterpret_cast<uintptr_t>(raw) + 1023) & ~static_cast<uintptr_t>(1023));
+}
+
+/* The layout's parts as 32-bit shared-memory addresses: the main loops keep one register for the layout
+ * instead of 64-bit generic pointers (the consumers' 192 accumulator registers leave ~40 of their 232, the
+ * producers have 40 in all). */
+struct PairAddr {
+  uint32_t base; /* the 1024-aligned PairSmem */
+  __device__ __forceinline__ uint32_t a(uint32_t s, int half) const {
+    return base + s * static_cast<uint32_t>(sizeof(PairStage)) + static_cast<uint32_t>(half * kATileBytes);
+  }
+  __device__ __forceinline__ uint32_t b(uint32_t s, int k) const {
+    return base + s * static_cast<uint32_t>(sizeof(PairStage)) +
+           static_cast<uint32_t>(offsetof(PairStage, b) + k * kBTileBytes);
+  }
+  __device__ __forceinline__ uint32_t full(uint32_t s) const {
+    return base + static_cast<uint32_t>(offsetof(PairSmem, full)) + 8u * s;
+  }
+  __device__ __forceinline__ uint32_t empty(uint32_t s) const {
+    return base + static_cast<uint32_t>(offsetof(PairSmem, empty)) + 8u * s;
+  }
+  __device__ __forceinline__ uint32_t row_scale(uint32_t s, int row) const {
+    return base + static_cast<uint32_t>(offsetof(PairSmem, row_scale)) + 4u * (s * 2u * kBM + static_cast<uint32_t>(row));
+  }
+  __device__ __forceinline__ uint32_t w_scale(uint32_t s, int k) const {
+    return base + static_cast<uint32_t>(offsetof(PairSmem, w_scale)) + 4u * (s * 4u + static_cast<uint32_t>(k));
+  }
+  __device__ __forceinline__ uint32_t num_pairs() const {
+    return base + static_cast<uint32_t>(offsetof(PairSmem, num_pairs));
+  }
+  __device__ __forceinline__ uint32_t pair_first(int32_t pair) const { /* an entry, ld.shared.u16 */
+    uint16_t v;
+    asm volatile("ld.shared.u16 %0, [%1];\n"
+                 : "=h"(v)
+                 : "r"(base + static_cast<uint32_t>(offsetof(PairSmem, pair_first)) + 2u * static_cast<uint32_t>(pair))
+                 : "memory");
+    return v;
+  }
+};
+
+__device__ __forceinline__ PairAddr pair_addr_of(uint8_t* raw) { return PairAddr{(saddr(raw) + 1023u) & ~1023u}; }
+
+__device__ __forceinline__ float ld_shared_f32(uint32_t addr) {
+  float v;
+  asm volatile("ld.shared.f32 %0, [%1];\n" : "=f"(v) : "r"(addr) : "memory");
+  return v;
+}
+__device__ __forceinline__ int32_t ld_shared_s32(uint32_t addr) {
+  int32_t v;
+  asm volatile("ld.shared.s32 %0, [%1];\n" : "=r"(v) : "r"(addr) : "memory");
+  return v;
+}
+__device__ __forceinline__ void st_shared_f32(uint32_t addr, float v) {
+  asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(addr), "f"(v) : "memory");
+}
+
+/* One 16-byte chunk of a gathered row: x + row · stride + off (mad.wide inside the asm, so the 64-bit
+ * address lives only here: the producer keeps a 32-bit row number per row instead of a 64-bit pointer);
+ * bytes = 0 zero-fills. */
+__device__ __forceinline__ void cp_async_row16(uint32_t dst, const uint8_t* x_off, uint32_t row, uint32_t stride,
+                                               int bytes) {
+  asm volatile(
+      "{\n.reg .u64 src;\n"
+      "mad.wide.u32 src, %1, %2, %3;\n"
+      "cp.async.cg.shared.global [%0], [src], 16, %4;\n"
+      "}\n" ::"r"(dst),
+      "r"(row), "r"(stride), "l"(x_off), "r"(bytes)
+      : "memory");
+}
+/* A 4-byte fp32 scale into shared memory in the same cp.async group (bytes = 0 writes 0). */
+__device__ __forceinline__ void cp_async_4(uint32_t dst, const void* src, int bytes) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(bytes) : "memory");
+}
+
+/* The 256 consumer threads (after setmaxnreg, so this runs in their registers; ptxas budgets code before the
+ * warpgroups' split at the producers' 40): the pair list of the first `tiles` tiles into sm.pair_first, in
+ * tile order, and its length into sm.num_pairs. tile_expert is non-decreasing (permute.cu: experts in order,
+ * each padded to whole tiles), so tile t starts a pair when t − (its expert's first tile) is even. The
+ * caller's CTA barrier then publishes the list to the producer. */
+__device__ __forceinline__ void build_pairs(PairSmem& sm, const int32_t* tile_expert, int32_t tiles) {
+  const int ct = static_cast<int>(threadIdx.x) - 128, warp = ct / 32, lane = ct % 32;
+  for (int32_t t = ct; t < tiles; t += kConsumers) {
+    const int32_t e = tile_expert[t];
+    if (t == 0 || tile_expert[t - 1] != e) sm.first_tile[e] = static_cast<int16_t>(t);
+  }
+  consumer_sync();
+  int32_t base = 0;
+#pragma unroll 1
+  for (int32_t c0 = 0; c0 < tiles; c0 += kConsumers) {
+    const int32_t t = c0 + ct;
+    bool start = false;
+    uint32_t word = 0;
+    if (t < tiles) start = fp8moe_sm90_pair_start(tile_expert, tiles, t, sm.first_tile[tile_expert[t]], &word) != 0;
+    const uint32_t m = __ballot_sync(0xffffffffu, start);
+    if (lane == 0) sm.warp_count[warp] = __popc(m);
+    consumer_sync();
+    int32_t off = base, total = 0;
+#pragma unroll
+    for (int w = 0; w < kPairWarps; ++w) {
+      const int32_t n = sm.warp_count[w];
+      off += w < warp ? n : 0;
+      total += n;
+    }
+    if (start) sm.pair_first[off + __popc(m & ((1u << lane) - 1u))] = static_cast<uint16_t>(word);
+    base += total;
+    consumer_sync(); /* warp_count is rewritten next round */
+  }
+  if (ct == 0) sm.num_pairs = base;
+}
+
+/* Producer warpgroup: thread p copies 16-byte chunk p % 8 of rows p / 8 + 16i (i < 8) of the pair's 128 rows
+ * (rows 64.. into the second A tile); the rows of a missing second tile and padding rows are zero-filled.
+ * Thread 0 loads both B boxes. BLOCK: the stage's block scales go to shared memory with it (thread p the
+ * activation scale of row p / 8 + 16·(p % 8), thread 0 also the gate and up weight-block scales: F32 by
+ * 4-byte cp.async in the stage's group, otherwise converted by load_f32 and stored), so the consumers keep
+ * no scale addresses in their registers. Each thread publishes a stage kLag cp.async groups later
+ * (wait_group, proxy fence, arrive; the arrive's release also covers its shared-memory stores), as
+ * gemm1_wgmma_sm90.cu. */
+template <bool BLOCK, bool F32>
+__device__ __forceinline__ void produce_pairs(const fp8moe_gemm1_args& a, const CUtensorMap& map_w, PairAddr sm,
+                                              int kblocks) {
+  const int p = threadIdx.x, c = p & 7, rb = p >> 3;
+  /* This thread's chunk in row rb of a tile, in the 128-byte swizzle (row % 8 is rb % 8 for every i). */
+  const uint32_t dst0 = static_cast<uint32_t>(rb * kBK + ((c ^ (rb & 7)) << 4));
+  const uint32_t stride = static_cast<uint32_t>(a.x_stride); /* ≤ UINT32_MAX: the launcher checks */
+  uint32_t it = 0;
+  /* pairs and items are re-read from shared memory per item rather than kept live across the K loop */
+  for (int32_t w = static_cast<int32_t>(blockIdx.x);; w += static_cast<int32_t>(gridDim.x)) {
+    const int32_t pairs = ld_shared_s32(sm.num_pairs()), col_blocks = a.I / kBN;
+    if (w >= pairs * col_blocks) break;
+    const fp8moe_sm90_item item = fp8moe_sm90_item_of(w, pairs, col_blocks, a.item_order, a.item_group);
+    const uint32_t pf = sm.pair_first(item.tile);
+    const int32_t tile0 = static_cast<int32_t>(pf & (kPairTwo - 1u));
+    const bool two = (pf & kPairTwo) != 0;
+    const int32_t e = a.tile_expert[tile0];
+    const int64_t row0 = static_cast<int64_t>(tile0) * kBM;
+    uint32_t tok[8]; /* token of row rb + 16i (0 for a zero-filled row) */
+    uint32_t valid = 0; /* bit i: row rb + 16i is a real row */
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      const int32_t slot = (i < 4 || two) ? a.sorted_slots[row0 + rb + 16 * i] : -1;
+      tok[i] = slot >= 0 ? static_cast<uint32_t>(slot / a.K) : 0u;
+      valid |= slot >= 0 ? 1u << i : 0u;
+    }
+    int32_t stok = -1; /* BLOCK: the token of row rb + 16c, whose activation scale this thread stages */
+    if (BLOCK) {
+      const int32_t slot = (c < 4 || two) ? a.sorted_slots[row0 + rb + 16 * c] : -1;
+      stok = slot >= 0 ? slot / a.K : -1;
+    }
+    const int32_t gate_row = (a.gate_first ? 0 : a.I) + item.col_block * kBN;
+    const int32_t up_row = gate_row + (a.gate_first ? a.I : -a.I);
+#pragma unroll 1
+    for (int kb = 0; kb < kblocks; ++kb, ++it) {
+      const uint32_t s = it % kStages;
+      mbar_wait(sm.empty(s), ((it / kStages) & 1u) ^ 1u);
+      if (p == 0) {
+        mbar_arrive_expect_tx(sm.full(s), 2 * kBTileBytes);
+        tma_load_3d(sm.b(s, 0), &map_w, sm.full(s), kb * kBK, gate_row, e);
+        tma_load_3d(sm.b(s, 1), &map_w, sm.full(s), kb * kBK, up_row, e);
+      }
+      const uint32_t dst = sm.a(s, 0) + dst0;
+      const uint8_t* x_off = a.x + (c * 16 + kb * kBK);
+#pragma unroll
+      for (int i = 0; i < 8; ++i) /* rows 64.. (i ≥ 4) land in the second A tile, right after the first */
+        cp_async_row16(dst + static_cast<uint32_t>(16 * i * kBK), x_off, tok[i], stride, (valid >> i) & 1u ? 16 : 0);
+      if (BLOCK) {
+        const uint32_t ds = sm.row_scale(s, rb + 16 * c);
+        if (F32) {
+          const float* xs = static_cast<const float*>(a.x_scale.data);
+          cp_async_4(ds, stok >= 0 ? xs + stok * a.x_scale.s[0] + kb * a.x_scale.s[1] : xs, stok >= 0 ? 4 : 0);
+        } else {
+          st_shared_f32(ds, stok >= 0 ? scale_at<false>(a.x_scale, stok, kb, 0) : 0.0f);
+        }
+        if (p == 0) {
+          if (F32) {
+            const float* ws = static_cast<const float*>(a.w_scale.data) + e * a.w_scale.s[0] + kb * a.w_scale.s[2];
+            cp_async_4(sm.w_scale(s, 0), ws + (gate_row / kBN) * a.w_scale.s[1], 4);
+            cp_async_4(sm.w_scale(s, 1), ws + (up_row / kBN) * a.w_scale.s[1], 4);
+          } else {
+            st_shared_f32(sm.w_scale(s, 0), scale_at<false>(a.w_scale, e, gate_row / kBN, kb));
+            st_shared_f32(sm.w_scale(s, 1), scale_at<false>(a.w_scale, e, up_row / kBN, kb));
+          }
+        }
+      }
+      cp_async_commit();
+      if (it >= static_cast<uint32_t>(kLag)) {
+        cp_async_wait_group<kLag>();
+        fence_proxy_async();
+        mbar_arrive(sm.full((it - kLag) % kStages));
+      }
+    }
+  }
+  cp_async_wait_group<0>();
+  fence_proxy_async();
+  for (uint32_t j = it > static_cast<uint32_t>(kLag) ? it - kLag : 0; j < it; ++j) mbar_arrive(sm.full(j % kStages));
+}
+
+/* Consumer warpgroup wg, one item: per stage the 4 gate wgmmas into p, wait, promote into acc_g, then the 4
+ * up wgmmas into p, wait, release the stage, promote into acc_u. Each promotion is consume()'s
+ * (wgmma_sm90.cuh): BLOCK acc += (p·s_row)·s_w with the thread's row scales and the gate or up weight-block
+ * scale, otherwise acc += p; stages in order, so the sums are the 64-row kernel's bit for bit. No wgmma group
+ * is in flight at any control-flow merge (each stage waits for its own), so ptxas keeps the wgmmas async.
+ * The other consumer warpgroup runs its own stage meanwhile: one's promotion overlaps the other's wgmmas. */
+template <bool BLOCK>
+__device__ __forceinline__ void consume_pair(PairAddr sm, int wg, int kblocks, uint32_t& it, float (&acc_g)[64],
+                                             float (&acc_u)[64], int r0) {
+  float p[64];
+#pragma unroll
+  for (int i = 0; i < 64; ++i) acc_g[i] = acc_u[i] = 0.0f;
+  auto promote = [&](float (&acc)[64], float c0, float c1, float cw) {
+    if (BLOCK) {
+#pragma unroll
+      for (int i = 0; i < 64; ++i) acc[i] += p[i] * (acc_half(i) ? c1 : c0) * cw;
+    } else {
+#pragma unroll
+      for (int i = 0; i < 64; ++i) acc[i] += p[i];
+    }
+  };
+#pragma unroll 1
+  for (int kb = 0; kb < kblocks; ++kb) {
+    const uint32_t pos = it + static_cast<uint32_t>(kb);
+    const uint32_t s = pos % kStages;
+    mbar_wait(sm.full(s), (pos / kStages) & 1u);
+    const uint64_t da = desc_sw128(sm.a(s, wg));
+    const uint64_t dg = desc_sw128(sm.b(s, 0)), du = desc_sw128(sm.b(s, 1));
+    float c0 = 0.0f, c1 = 0.0f, cg = 0.0f, cu = 0.0f;
+    if (BLOCK) { /* staged with the stage by the producer: the thread's rows r0 and r0 + 8, gate and up */
+      c0 = ld_shared_f32(sm.row_scale(s, kBM * wg + r0));
+      c1 = ld_shared_f32(sm.row_scale(s, kBM * wg + r0 + 8));
+      cg = ld_shared_f32(sm.w_scale(s, 0));
+      cu = ld_shared_f32(sm.w_scale(s, 1));
+    }
+    wgmma_fence();
+    fence_regs(p);
+#pragma unroll
+    for (int kk = 0; kk < kBK / 32; ++kk) wgmma_m64n128k32(p, da + 2 * kk, dg + 2 * kk, kk > 0);
+    wgmma_commit();
+    wgmma_wait<0>();
+    fence_regs(p);
+    promote(acc_g, c0, c1, cg);
+    wgmma_fence(); /* p was read by the promotion: order those reads before the next wgmmas overwrite it */
+    fence_regs(p);
+#pragma unroll
+    for (int kk = 0; kk < kBK / 32; ++kk) wgmma_m64n128k32(p, da + 2 * kk, du + 2 * kk, kk > 0);
+    wgmma_commit();
+    wgmma_wait<0>();
+    fence_regs(p);
+    mbar_arrive(sm.empty(s)); /* both products of this warpgroup are done with the stage */
+    promote(acc_u, c0, c1, cu);
+  }
+  it += static_cast<uint32_t>(kblocks);
+}
+
+/* The second consumer warpgroup of a single pair (no second tile): nothing to compute, but it passes every
+ * stage (waits for it to land, so its arrival counts toward this use of the stage, then releases it), keeping
+ * the empty barrier's 256 arrivals per phase exact. */
+__device__ __forceinline__ void pass_stages(PairAddr sm, int kblocks, uint32_t& it) {
+#pragma unroll 1
+  for (int kb = 0; kb < kblocks; ++kb) {
+    const uint32_t pos = it + static_cast<uint32_t>(kb);
+    const uint32_t s = pos % kStages;
+    mbar_wait(sm.full(s), (pos / kStages) & 1u);
+    mbar_arrive(sm.empty(s));
+  }
+  it += static_cast<uint32_t>(kblocks);
+}
+#endif
+
+template <int SCALE, bool F32>
+__global__ void __launch_bounds__(kThreads, 1)
+    gemm1_wgmma128_kernel(const __grid_constant__ fp8moe_gemm1_args a, const __grid_constant__ CUtensorMap map_w) {
+#if FP8MOE_SM90A
+  extern __shared__ uint8_t smem_raw[];
+  if (threadIdx.x == 0) {
+    PairSmem& sm = pair_smem_of(smem_raw);
+    for (int s = 0; s < kStages; ++s) {
+      mbar_init(&sm.full[s], 1 + 128); /* the TMA issuer's expect_tx + every gathering producer thread */
+      mbar_init(&sm.empty[s], kConsumers);
+    }
+    mbar_init_fence();
+  }
+  /* Nothing is computed before the split: ptxas budgets code before setmaxnreg.dec at the producers' 40
+   * registers, and values live across it were spilled. */
+  if (threadIdx.x < 128) {
+    setmaxnreg_dec<kProducerRegs>();
+    __syncthreads(); /* the consumers built the pair list; the barriers are initialized */
+    produce_pairs<SCALE == FP8MOE_SCALE_BLOCK, F32>(a, map_w, pair_addr_of(smem_raw), a.H / kBK);
+    return;
+  }
+  setmaxnreg_inc<kConsumerRegs>();
+  build_pairs(pair_smem_of(smem_raw), a.tile_expert, *a.num_tiles);
+  __syncthreads(); /* publishes the list (and num_pairs) to the producer warpgroup */
+  const PairAddr sp = pair_addr_of(smem_raw);
+  const int kblocks = a.H / kBK;
+  const int wg = (static_cast<int>(threadIdx.x) - 128) / 128;
+  uint32_t it = 0;
+  /* Little stays live across the main loop (the item number, its pair and column block, the ring position):
+   * the pair count is re-read from shared memory per item and the thread's lanes and rows are recomputed
+   * after the loop, so the 192 accumulator and partial registers fit the consumers' 232 (ptxas -v). */
+  for (int32_t w = static_cast<int32_t>(blockIdx.x);; w += static_cast<int32_t>(gridDim.x)) {
+    const int32_t pairs = ld_shared_s32(sp.num_pairs()), col_blocks = a.I / kBN;
+    if (w >= pairs * col_blocks) break; /* items ≤ max_tiles · col_blocks < 2^31 (the launcher checks) */
+    const fp8moe_sm90_item item = fp8moe_sm90_item_of(w, pairs, col_blocks, a.item_order, a.item_group);
+    const uint32_t pf = sp.pair_first(item.tile);
+    const int32_t tile0 = static_cast<int32_t>(pf & (kPairTwo - 1u));
+    if (wg == 1 && (pf & kPairTwo) == 0) { /* warpgroup-uniform: a single pair has no rows for warpgroup 1 */
+      pass_stages(sp, kblocks, it);
+      continue;
+    }
+    float acc_g[64], acc_u[64];
+    const int tid = static_cast<int>(threadIdx.x);
+    consume_pair<SCALE == FP8MOE_SCALE_BLOCK>(sp, wg, kblocks, it, acc_g, acc_u, 16 * (tid % 128 / 32) + tid % 32 / 4);
+    const int lane = tid % 32, q = tid % 128 / 32;
+    const int g = lane / 4, t = lane % 4;
+    const int rr[2] = {16 * q + g, 16 * q + g + 8};
+    const int32_t n0 = item.col_block * kBN;
+    const int32_t e = a.tile_expert[tile0];
+    const int64_t row0 = static_cast<int64_t>(tile0 + wg) * kBM;
+    int32_t tok[2];
+    float tw[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int32_t slot = a.sorted_slots[row0 + rr[h]];
+      tok[h] = slot >= 0 ? slot / a.K : -1;
+      tw[h] = (a.token_weight && slot >= 0) ? a.token_weight[slot] : 1.0f;
+    }
+    const int32_t nrow_g = (a.gate_first ? 0 : a.I) + n0, nrow_u = (a.gate_first ? a.I : 0) + n0;
+
+    /* Epilogue in registers: the same operations per element as gemm1_wgmma_sm90.cu (dequantization, token
+     * weight, activation), the activated value kept in acc_g. */
+    float sxw = 0.0f, sx[2] = {0.0f, 0.0f};
+    if (SCALE == FP8MOE_SCALE_TENSOR) sxw = kref_at(a.x_scale, 0) * kref_at(a.w_scale, e);
+    if (SCALE == FP8MOE_SCALE_ROW)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) sx[h] = tok[h] >= 0 ? kref_at(a.x_scale, tok[h]) : 0.0f;
+    float m[2] = {0.0f, 0.0f};
+#pragma unroll
+    for (int i = 0; i < 64; ++i) {
+      const int h = acc_half(i);
+      float gv = acc_g[i], uv = acc_u[i];
+      if (SCALE == FP8MOE_SCALE_TENSOR) {
+        gv = gv * sxw;
+        uv = uv * sxw;
+      } else if (SCALE == FP8MOE_SCALE_ROW) {
+        gv = gv * sx[h] * scale_at<F32>(a.w_scale, e, nrow_g + acc_col(i, t), 0);
+        uv = uv * sx[h] * scale_at<F32>(a.w_scale, e, nrow_u + acc_col(i, t), 0);
+      }
+      if (a.token_weight) {
+        gv = gv * tw[h];
+        uv = uv * tw[h];
+      }
+      const float v = gated_activation(a.activation, gv, uv);
+      acc_g[i] = v;
+      m[h] = fmaxf(m[h], finite_abs(v));
+    }
+    /* A row's 128 columns are spread over the 4 lanes of its quad (t = 0..3): its group amax. */
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      m[h] = fmaxf(m[h], __shfl_xor_sync(0xffffffffu, m[h], 1));
+      m[h] = fmaxf(m[h], __shfl_xor_sync(0xffffffffu, m[h], 2));
+    }
+    const int64_t grow[2] = {row0 + rr[0], row0 + rr[1]};
+    if (a.requant == FP8MOE_REQ_FUSED_GROUP || a.requant == FP8MOE_REQ_FUSED_STATIC) {
+      float s[2];
+#pragma unroll
+      for (int h = 0; h < 2; ++h) s[h] = a.requant == FP8MOE_REQ_FUSED_GROUP ? dynamic_scale(m[h]) : kref_at(a.a2_static, 0);
+#pragma unroll
+      for (int j = 0; j < 16; ++j)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int i = 4 * j + 2 * h;
+          *reinterpret_cast<uint16_t*>(a.a2q + grow[h] * a.I + n0 + acc_col(i, t)) =
+              e4m3x2(acc_g[i] / s[h], acc_g[i + 1] / s[h]);
+        }
+      if (a.requant == FP8MOE_REQ_FUSED_GROUP && t == 0)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) a.a2s[grow[h] * (a.I / kBN) + n0 / kBN] = s[h];
+    } else {
+#pragma unroll
+      for (int j = 0; j < 16; ++j)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int i = 4 * j + 2 * h;
+          *reinterpret_cast<float2*>(a.inter + grow[h] * a.I + n0 + acc_col(i, t)) = make_float2(acc_g[i], acc_g[i + 1]);
+        }
+      if (a.requant == FP8MOE_REQ_DEFERRED_ROW) {
+        if (t == 0)
+#pragma unroll
+          for (int h = 0; h < 2; ++h) atomic_amax(a.amax + grow[h], m[h]);
+      } else {
+        /* Every lane of the warp takes part: the shuffles inside are warp-wide, and the branch above is
+         * warpgroup-uniform. */
+        const float mm = warp_max(fmaxf(m[0], m[1]));
+        if (lane == 0) atomic_amax(a.amax, mm);
+      }
+    }
+  }
+#elif defined(__CUDA_ARCH__)
+  (void)a;
+  (void)map_w;
+  __trap(); /* the plan selects this kernel only where the sm_90a SASS loads */
+#endif
+}
+
+using Kernel = void (*)(fp8moe_gemm1_args, CUtensorMap);
+
+template <int SCALE, bool F32 = false>
+cudaError_t launch(const fp8moe_gemm1_args& a, const CUtensorMap& mw, cudaStream_t stream) {
+  /* Pairs ≤ Σ_e ceil(n_e / 2) ≤ (max_tiles + E_local) / 2, and never more than the tiles. */
+  const int64_t half = (static_cast<int64_t>(a.max_tiles) + a.E_local + 1) / 2;
+  const int64_t pairs_max = half < a.max_tiles ? half : a.max_tiles;
+  const int64_t items = pairs_max * (a.I / kBN);
+  const int64_t ctas_max = a.max_ctas / FP8MOE_GEMM1_CTAS_PER_SM;
+  gemm1_wgmma128_kernel<SCALE, F32>
+      <<<dim3(static_cast<unsigned>(items < ctas_max ? items : ctas_max)), kThreads, kPairSmemBytes, stream>>>(a, mw);
+  return cudaGetLastError();
+}
+
+template <int SCALE, bool F32>
+cudaError_t raise_smem() {
+  return cudaFuncSetAttribute(gemm1_wgmma128_kernel<SCALE, F32>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                              static_cast<int>(kPairSmemBytes));
+}
+
+}  // namespace
+}  // namespace sm90
+}  // namespace fp8moe
+
+extern "C" int fp8moe_launch_gemm1_sm90_pairs(const fp8moe_gemm1_args* a, cudaStream_t stream) {
+  using namespace fp8moe::sm90;
+  if (a->max_tiles == 0) return cudaSuccess;
+  if (a->max_tiles > FP8MOE_GEMM1_PAIR_MAX_TILES || a->E_local > FP8MOE_GEMM1_PAIR_MAX_EXPERTS ||
+      a->tile_m != kBM || a->max_ctas < 1 || a->x_stride < 0 || a->x_stride > 0xFFFFFFFFll)
+    return cudaErrorInvalidValue;
+  if (!fp8moe_sm90_order_ok(a->item_order, a->item_group, a->max_tiles, a->I / kBN)) return cudaErrorInvalidValue;
+  CUtensorMap mw;
+  const uint64_t dw[3] = {static_cast<uint64_t>(a->H), 2 * static_cast<uint64_t>(a->I),
+                          static_cast<uint64_t>(a->E_local)};
+  const uint64_t sw[2] = {static_cast<uint64_t>(a->w_stride_n), static_cast<uint64_t>(a->w_stride_e)};
+  const int e = fp8moe_sm90_encode(a->tma_encode, &mw, a->w, 3, dw, sw, kBK, kBN);
+  if (e != 0) return e;
+  switch (a->scale_mode) {
+    case FP8MOE_SCALE_BLOCK:
+      if (a->x_scale.dt == FP8MOE_DT_F32 && a->w_scale.dt == FP8MOE_DT_F32)
+        return static_cast<int>(launch<FP8MOE_SCALE_BLOCK, true>(*a, mw, stream));
+      return static_cast<int>(launch<FP8MOE_SCALE_BLOCK>(*a, mw, stream));
+    case FP8MOE_SCALE_ROW:
+      if (a->w_scale.dt == FP8MOE_DT_F32) return static_cast<int>(launch<FP8MOE_SCALE_ROW, true>(*a, mw, stream));
+      return static_cast<int>(launch<FP8MOE_SCALE_ROW>(*a, mw, stream));
+    default: return static_cast<int>(launch<FP8MOE_SCALE_TENSOR>(*a, mw, stream));
+  }
+}
+
+extern "C" int fp8moe_prepare_gemm1_sm90_pairs_smem(void) {
+  using namespace fp8moe::sm90;
+  cudaError_t e = raise_smem<FP8MOE_SCALE_BLOCK, true>();
+  if (e == cudaSuccess) e = raise_smem<FP8MOE_SCALE_BLOCK, false>();
+  if (e == cudaSuccess) e = raise_smem<FP8MOE_SCALE_ROW, false>();
+  if (e == cudaSuccess) e = raise_smem<FP8MOE_SCALE_ROW, true>();
+  if (e == cudaSuccess) e = raise_smem<FP8MOE_SCALE_TENSOR, false>();
+  return static_cast<int>(e);
+}
