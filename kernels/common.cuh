@@ -72,14 +72,14 @@ __device__ __forceinline__ uint32_t e4m3x4(float a, float b, float c, float d) {
   return static_cast<uint32_t>(e4m3x2(a, b)) | (static_cast<uint32_t>(e4m3x2(c, d)) << 16);
 }
 
-/* |x| when finite, else 0: dynamic scales ignore NaN and ±Inf (docs/DESIGN.md). */
 /* The gated activation of GEMM1's epilogue, act(gate)·up: SwiGLU g·sigmoid(g)·u or GeGLU (erf form); every
- * GEMM1 kernel calls this one, so they all give the CPU backend's operations in the same order. */
+ * GEMM1 kernel calls this one, so all of them evaluate it with the same operations. */
 __device__ __forceinline__ float gated_activation(int32_t act, float g, float u) {
   if (act == FP8MOE_ACTIVATION_GEGLU) return 0.5f * g * (1.0f + erff(g / 1.41421356237309505f)) * u;
   return g / (1.0f + expf(-g)) * u;
 }
 
+/* |x| when finite, else 0: dynamic scales ignore NaN and ±Inf (docs/DESIGN.md). */
 __device__ __forceinline__ float finite_abs(float x) { return isfinite(x) ? fabsf(x) : 0.0f; }
 
 /* s = max(amax / 448, FLT_MIN), IEEE division. */
