@@ -46,12 +46,13 @@ static const fp8moe_plan_row k_rows[] = {
      "fallback for decode: mma.sync 16-row tiles"},
     {FP8MOE_GEMM2, 89, 999, FP8MOE_M_TINY, FP8MOE_GEMM_MMA_SYNC, 16, 4, 0,
      "fallback for decode: mma.sync 16-row tiles"},
-    /* Opt-in ("v") until measured on an H200: 128-row items halve the W13 bytes per tensor-core cycle that
-     * the L2 must feed (48 KB per 1,024 cycles instead of 40 KB per 512; docs/GPU.md "128-row GEMM1
-     * items"). Same tile_m (pairs of the layout's 64-row tiles). */
+    /* 128-row items halve the W13 bytes per tensor-core cycle that the L2 must feed (48 KB per 1,024
+     * cycles instead of 40 KB per 512; docs/GPU.md "128-row GEMM1 items"). Same tile_m (pairs of the
+     * layout's 64-row tiles). Measured on an H200 (docs/PERFORMANCE.md, 2026-12-03): GEMM1 12–21 % faster
+     * than the 64-row kernel at T = 2048 and 8192 on deepseek-v3 and mixtral-8x7b; "v" switches it off. */
     {FP8MOE_GEMM1, 90, 90, FP8MOE_M_LARGE, FP8MOE_GEMM_WGMMA128_SM90, 64, 4,
      TMA_W13 | TMA_ENC | ON1 | FP8MOE_PLAN_NEEDS_GEMM1_PAIRS | FP8MOE_PLAN_NEEDS_PAIR_TILES,
-     "Hopper, ≥32 rows/expert, opt-in v: wgmma 128×(128 gate + 128 up) on pairs of 64-row tiles"},
+     "Hopper, ≥32 rows/expert: wgmma 128×(128 gate + 128 up) on pairs of 64-row tiles"},
     {FP8MOE_GEMM1, 90, 90, FP8MOE_M_LARGE, FP8MOE_GEMM_WGMMA_SM90, 64, 4, TMA_W13 | TMA_ENC | ON1,
      "Hopper, ≥32 rows/expert: wgmma 64×(128 gate + 128 up), TMA weights, cp.async row gather"},
     {FP8MOE_GEMM2, 90, 90, FP8MOE_M_LARGE, FP8MOE_GEMM_WGMMA_SM90, 64, 4, TMA_W2 | H256 | TMA_ENC | ON2,
@@ -80,12 +81,13 @@ static const fp8moe_plan_row k_rows[] = {
      "16–32 rows/expert without wgmma (after 9.0): 16-row mma.sync tiles"},
     {FP8MOE_GEMM2, 91, 999, FP8MOE_M_MEDIUM, FP8MOE_GEMM_MMA_SYNC, 16, 4, 0,
      "16–32 rows/expert without wgmma (after 9.0): 16-row mma.sync tiles"},
-    /* Opt-in ("j"): the stream pair at 1–16 rows per expert, 16-row tiles with N = 16, to measure whether it
-     * should take this regime from mma.sync too. */
+    /* The stream pair at 1–16 rows per expert too, 16-row tiles with N = 16: measured on an H200
+     * (docs/PERFORMANCE.md, 2026-12-03) GEMM1 9–25 % faster than mma.sync at T = 8–32 on deepseek-v3,
+     * qwen3-30b-a3b and mixtral-8x7b, GEMM2 equal or faster; "j" switches it off (mma.sync as before). */
     {FP8MOE_GEMM1, 90, 90, FP8MOE_M_SMALL, FP8MOE_GEMM_STREAM_SM90, 16, FP8MOE_STREAM_STAGES,
-     STR | FP8MOE_PLAN_NEEDS_STREAM_SMALL, "opt-in (j) at 1–16 rows/expert: the stream GEMM1"},
+     STR | FP8MOE_PLAN_NEEDS_STREAM_SMALL, "Hopper, 1–16 rows/expert: the stream GEMM1 (N = 16 per wgmma)"},
     {FP8MOE_GEMM2, 90, 90, FP8MOE_M_SMALL, FP8MOE_GEMM_STREAM_SM90, 16, FP8MOE_STREAM_STAGES,
-     STR | FP8MOE_PLAN_NEEDS_STREAM_SMALL, "opt-in (j) at 1–16 rows/expert: the stream GEMM2"},
+     STR | FP8MOE_PLAN_NEEDS_STREAM_SMALL, "Hopper, 1–16 rows/expert: the stream GEMM2 (N = 16 per wgmma)"},
     {FP8MOE_GEMM1, 89, 999, FP8MOE_M_SMALL, FP8MOE_GEMM_MMA_SYNC, 16, 4, 0,
      "decode: 16-row tiles waste least on padding"},
     {FP8MOE_GEMM2, 89, 999, FP8MOE_M_SMALL, FP8MOE_GEMM_MMA_SYNC, 16, 4, 0,
@@ -134,8 +136,8 @@ uint32_t fp8moe_cuda_plan_context_offers(int have_tma_encoder, int have_decode_g
   if (off == NULL || strchr(off, '2') == NULL) o |= FP8MOE_PLAN_NEEDS_SM90_GEMM2;
   if (have_decode_grids && !decode_off) o |= FP8MOE_PLAN_NEEDS_DECODE_GRIDS;
   if (have_stream_grid && !stream_off) o |= FP8MOE_PLAN_NEEDS_STREAM;
-  if (have_stream_grid && off != NULL && strchr(off, 'j') != NULL) o |= FP8MOE_PLAN_NEEDS_STREAM_SMALL;
-  if (off != NULL && strchr(off, 'v') != NULL) o |= FP8MOE_PLAN_NEEDS_GEMM1_PAIRS;
+  if (have_stream_grid && (off == NULL || strchr(off, 'j') == NULL)) o |= FP8MOE_PLAN_NEEDS_STREAM_SMALL;
+  if (off == NULL || strchr(off, 'v') == NULL) o |= FP8MOE_PLAN_NEEDS_GEMM1_PAIRS;
   return o;
 }
 
