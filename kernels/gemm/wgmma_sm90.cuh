@@ -118,13 +118,16 @@ __device__ __forceinline__ uint32_t cluster_ctarank() {
 __device__ __forceinline__ void cluster_sync_all() {
   asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
 }
-__device__ __forceinline__ void mbar_arrive_cluster(uint64_t* b, uint32_t rank) {
+/* Predicated inside the asm rather than branched around in C: a divergent branch between a wgmma's issue and
+ * its wait makes ptxas serialize every wgmma of the loop (C7514, docs/GPU.md "2-CTA clusters"). */
+__device__ __forceinline__ void mbar_arrive_cluster(uint64_t* b, uint32_t rank, uint32_t on = 1u) {
   asm volatile(
-      "{\n.reg .b32 ra;\n"
+      "{\n.reg .b32 ra;\n.reg .pred p;\n"
+      "setp.ne.u32 p, %2, 0;\n"
       "mapa.shared::cluster.u32 ra, %0, %1;\n"
-      "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra];\n"
+      "@p mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra];\n"
       "}\n" ::"r"(saddr(b)),
-      "r"(rank)
+      "r"(rank), "r"(on)
       : "memory");
 }
 __device__ __forceinline__ void mbar_wait_cluster(uint64_t* b, uint32_t parity) {
@@ -401,7 +404,7 @@ __device__ __forceinline__ void consume(Smem& sm, int wg, int kblocks, uint32_t&
       mbar_arrive(e);
     } else {
       const uint32_t lane = threadIdx.x % 32;
-      if (lane < static_cast<uint32_t>(PEERS)) mbar_arrive_cluster(e, lane);
+      mbar_arrive_cluster(e, lane % PEERS, lane < static_cast<uint32_t>(PEERS) ? 1u : 0u);
     }
   };
   auto promote = [&](const float (&p)[64], float c0, float c1, float cw) {
