@@ -69,6 +69,9 @@ if(FP8MOE_WITH_CUDA)
                   ${PROJECT_SOURCE_DIR}/src/tensor.c TIMEOUT 60)
   target_include_directories(test_cuda_plan PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/src/cuda
                              ${PROJECT_SOURCE_DIR}/kernels ${CUDAToolkit_INCLUDE_DIRS})
+  # The stream GEMMs' unit-aligned CTA count (kernels/gemm/stream_split.h) on the host.
+  fp8moe_add_test(NAME test_stream_split SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_stream_split.c TIMEOUT 60)
+  target_include_directories(test_stream_split PRIVATE ${PROJECT_SOURCE_DIR}/kernels)
 endif()
 
 # Both permutation paths against a CPU stable counting sort, bit for bit (kernel-level: links the kernel

@@ -18,12 +18,15 @@
  *    not a multiple of 256 has no second box: not loaded, that half computed from stale bytes, never
  *    stored) — tile
  *    fastest, each unit kblocks = K/128 iterations; the iterations are split evenly over the grid
- *    (stream-K, stream_split.h): no wave quantization. A unit cut between CTAs is finished
- *    deterministically: each segment stores its fp32 partial tile in the workspace and bumps the unit's
- *    counter; the last arriver sums the segments in K order (CTA order, its own from registers), runs the
- *    epilogue and puts the counter back to 0 (the counters are also zeroed with the run's scalar words).
- *  - PDL: GEMM1 reads nothing before griddepcontrol.wait. GEMM2's producer fills its first kStages stages
- *    with weights before the wait: the tile list it reads then (num_tiles, tile_expert) was final before
+ *    (stream-K, stream_split.h): no wave quantization; with fewer units than CTAs, over a multiple of the
+ *    units instead, so that each CTA holds one piece of one unit (no fixup in the middle of a range). A unit
+ *    cut between CTAs is finished deterministically: each segment stores its fp32 partial tile in the
+ *    workspace and bumps the unit's counter; the last arriver sums the segments in K order (CTA order, its
+ *    own from registers), runs the epilogue and puts the counter back to 0 (the counters are also zeroed
+ *    with the run's scalar words). The epilogue's scales are read before the unit's K loop.
+ *  - PDL: GEMM1 reads nothing before griddepcontrol.wait (it prefetches its tensor map). GEMM2's producer
+ *    fills its first kStages stages with weights before the wait: the tile list it reads then (num_tiles,
+ *    tile_expert) was final before
  *    GEMM1 could let this grid start (the permutation completed before any GEMM1 CTA passed its own wait,
  *    and this grid starts only after every GEMM1 CTA signalled after that wait), and it reads them with
  *    relaxed gpu-scope loads (L2, never a stale L1 line); the a2q boxes of those stages follow the wait.
@@ -82,8 +85,9 @@ __device__ __forceinline__ Range range_of(int32_t tiles, int32_t col_units, int3
   r.tiles = tiles;
   r.col_units = col_units;
   r.kblocks = kblocks;
-  r.work = static_cast<int64_t>(tiles > 0 ? tiles : 0) * col_units * kblocks;
-  r.ctas = fp8moe_split_ctas(gridDim.x, r.work);
+  const int64_t units = static_cast<int64_t>(tiles > 0 ? tiles : 0) * col_units;
+  r.work = units * kblocks;
+  r.ctas = fp8moe_split_ctas_units(gridDim.x, units, kblocks); /* unit-aligned below one unit per CTA */
   r.begin = r.end = 0;
   if (static_cast<int64_t>(blockIdx.x) < r.ctas) {
     r.begin = fp8moe_split_begin(blockIdx.x, r.work, r.ctas);
@@ -108,6 +112,25 @@ __device__ __forceinline__ int32_t ld_relaxed(const int32_t* p) {
   asm volatile("ld.relaxed.gpu.global.b32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
   return v;
 }
+
+/* An L2 prefetch of element (i0, i1) of a scale tensor: a hint only, so a scale that a unit's epilogue reads
+ * after its last stage is not a DRAM round trip then (weights and their scales are cold at decode). */
+__device__ __forceinline__ void prefetch_l2(const fp8moe_kref& r, int64_t i0, int64_t i1) {
+  const int64_t size = r.dt == FP8MOE_DT_BF16 || r.dt == FP8MOE_DT_F16 ? 2 : r.dt == FP8MOE_DT_I64 ? 8 : 4;
+  const char* p = static_cast<const char*>(r.data) + (i0 * r.s[0] + i1 * r.s[1]) * size;
+  asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p));
+}
+
+/* The TMA descriptor (a __grid_constant__ parameter) fetched into the descriptor cache before the first copy
+ * needs it; it depends on no earlier kernel, so it is issued before griddepcontrol.wait. */
+__device__ __forceinline__ void prefetch_map(const CUtensorMap* m) {
+  asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(m)) : "memory");
+}
+
+/* The fixup's release (before the counter's atomic) and acquire (after it) at gpu scope. __threadfence is
+ * fence.sc.gpu (MEMBAR.SC.GPU), an SC fence the release/acquire protocol does not need; fence.acq_rel.gpu
+ * (MEMBAR.ALL.GPU) orders the same accesses for it (PTX memory model: release and acquire patterns). */
+__device__ __forceinline__ void fence_acq_rel_gpu() { asm volatile("fence.acq_rel.gpu;\n" ::: "memory"); }
 
 /* Named barrier of the consumer warpgroup (id 1; 0 is __syncthreads). */
 __device__ __forceinline__ void consumer_sync() { asm volatile("bar.sync 1, %0;\n" ::"n"(kConsumers) : "memory"); }
@@ -203,7 +226,7 @@ __device__ __forceinline__ bool fixup(Smem& sm, const fp8moe_split_segment& seg,
   for (int m = 0; m < 4; ++m)
 #pragma unroll
     for (int i = 0; i < R; ++i) __stcg(mine + (m * R + i) * kConsumers + ct, acc[m][i]);
-  __threadfence(); /* the partial is visible at gpu scope before the counter says it is there */
+  fence_acq_rel_gpu(); /* the partial is visible at gpu scope before the counter says it is there */
   consumer_sync();
   if (ct == 0) {
     const uint32_t segments = static_cast<uint32_t>(seg.last - seg.first + 1);
@@ -212,17 +235,30 @@ __device__ __forceinline__ bool fixup(Smem& sm, const fp8moe_split_segment& seg,
   consumer_sync();
   const bool last = sm.last != 0;
   if (!last) return false; /* sm.last is written again only after the next unit's first consumer_sync */
-  __threadfence(); /* acquire: every other segment's partial is visible */
+  fence_acq_rel_gpu(); /* acquire: every other segment's partial is visible */
+  /* Two segments' loads per trip (one L2 round trip for both), added in CTA order: the K order is fixed. */
+  auto seg_value = [&](int c, int m, int i) {
+    const float* src = partials + (static_cast<size_t>(c) * 2 + fp8moe_split_slot_of(c, seg.first)) * kPartial;
+    return c == me ? acc[m][i] : __ldcg(src + (m * R + i) * kConsumers + ct);
+  };
   float tot[4][R] = {};
 #pragma unroll 1
-  for (int c = seg.first; c <= seg.last; ++c) {
-    const float* src = partials + (static_cast<size_t>(c) * 2 + fp8moe_split_slot_of(c, seg.first)) * kPartial;
+  for (int c = seg.first; c <= seg.last; c += 2) {
+    const bool two = c < seg.last;
+    float v0[4][R], v1[4][R];
 #pragma unroll
     for (int m = 0; m < 4; ++m)
 #pragma unroll
       for (int i = 0; i < R; ++i) {
-        const float v = c == me ? acc[m][i] : __ldcg(src + (m * R + i) * kConsumers + ct);
-        tot[m][i] = c == seg.first ? v : tot[m][i] + v;
+        v0[m][i] = seg_value(c, m, i);
+        v1[m][i] = two ? seg_value(c + 1, m, i) : 0.0f;
+      }
+#pragma unroll
+    for (int m = 0; m < 4; ++m)
+#pragma unroll
+      for (int i = 0; i < R; ++i) {
+        tot[m][i] = c == seg.first ? v0[m][i] : tot[m][i] + v0[m][i];
+        if (two) tot[m][i] = tot[m][i] + v1[m][i];
       }
   }
 #pragma unroll
@@ -324,25 +360,47 @@ __device__ __forceinline__ void produce2(const fp8moe_gemm2_args& a, const CUten
 }
 
 /* ----------------------------------------------------------------------------------------------- GEMM1 */
+template <int B>
+struct Factors1 {
+  float sx[B]; /* TENSOR: x scale × the expert's weight scale; ROW: the token's x scale; BLOCK: unused */
+  float tw[B]; /* the input-side token weight, else 1 */
+};
+
+/* GEMM1 epilogue's per-token factors of the thread's B tokens, read before the unit's K loop (unit1) so their
+ * latency hides under it instead of following the last stage; ROW's per-row weight scales are prefetched
+ * into L2 for the same reason. */
+template <int SCALE, int N>
+__device__ __forceinline__ Factors1<N / 4> factors1(const fp8moe_gemm1_args& a, int32_t e, int32_t n0,
+                                                    const TileRows& tr) {
+  constexpr int B = N / 4;
+  Factors1<B> f;
+#pragma unroll
+  for (int b = 0; b < B; ++b) {
+    const int32_t slot = __shfl_sync(0xffffffffu, tr.slot, tok_of_index(b));
+    const int32_t t = slot >= 0 ? slot / a.K : -1;
+    f.sx[b] = 0.0f;
+    if (SCALE == FP8MOE_SCALE_TENSOR) f.sx[b] = kref_at(a.x_scale, 0) * kref_at(a.w_scale, e);
+    if (SCALE == FP8MOE_SCALE_ROW) f.sx[b] = t >= 0 ? kref_at(a.x_scale, t) : 0.0f;
+    f.tw[b] = (a.token_weight && slot >= 0) ? a.token_weight[slot] : 1.0f;
+  }
+  if (SCALE == FP8MOE_SCALE_ROW && threadIdx.x < 8) { /* 4 lines of 32 fp32 row scales per 128-row box */
+    const int k = threadIdx.x / 4;
+    prefetch_l2(a.w_scale, e, ((a.gate_first != 0) == (k == 0) ? 0 : a.I) + n0 + 32 * (threadIdx.x % 4));
+  }
+  return f;
+}
+
 /* Unit (tile, 128-column group) finished: dequantize (TENSOR/ROW), weight by token, activate (gate and up of a
  * column are the same element of M blocks m and m + 2), then through shared memory 8 threads per token
  * requantize the token's 128 columns (the group's amax is CTA-local) as gemm_decode.cu does. */
 template <int SCALE, int N>
 __device__ __forceinline__ void epilogue1(const fp8moe_gemm1_args& a, Smem& sm, float (&acc)[4][N / 2], int32_t e,
-                                          int64_t row0, int32_t n0, const TileRows& tr) {
-  constexpr int R = N / 2, B = N / 4;
+                                          int64_t row0, int32_t n0, const Factors1<N / 4>& f) {
+  constexpr int R = N / 2;
   const int ct = threadIdx.x, lane = ct % 32;
   const int32_t gate_row = (a.gate_first ? 0 : a.I) + n0, up_row = (a.gate_first ? a.I : 0) + n0;
-  float sx[B], tw[B];
-#pragma unroll
-  for (int b = 0; b < B; ++b) {
-    const int32_t slot = __shfl_sync(0xffffffffu, tr.slot, tok_of_index(b));
-    const int32_t t = slot >= 0 ? slot / a.K : -1;
-    sx[b] = 0.0f;
-    if (SCALE == FP8MOE_SCALE_TENSOR) sx[b] = kref_at(a.x_scale, 0) * kref_at(a.w_scale, e);
-    if (SCALE == FP8MOE_SCALE_ROW) sx[b] = t >= 0 ? kref_at(a.x_scale, t) : 0.0f;
-    tw[b] = (a.token_weight && slot >= 0) ? a.token_weight[slot] : 1.0f;
-  }
+  const float* sx = f.sx;
+  const float* tw = f.tw;
   consumer_sync(); /* the previous unit's requantization is done reading epi */
 #pragma unroll
   for (int m = 0; m < 2; ++m)
@@ -411,8 +469,9 @@ __device__ __forceinline__ void unit1(const fp8moe_gemm1_args& a, Smem& sm, cons
   float acc[4][N / 2];
   auto cx = [&](int b, int kb) { return tok[b] >= 0 ? kref_at(a.x_scale, tok[b], kb) : 0.0f; };
   auto cw = [&](int box, int kb) { return kref_at(a.w_scale, e, nb[box], kb); };
+  const Factors1<B> f = factors1<SCALE, N>(a, e, n0, tr);
   consume<N, SCALE == FP8MOE_SCALE_BLOCK>(sm, seg.kb0, seg.kb1, it, acc, cx, cw);
-  if (fixup<N>(sm, seg, a.stream_partials, a.stream_counters, acc)) epilogue1<SCALE, N>(a, sm, acc, e, row0, n0, tr);
+  if (fixup<N>(sm, seg, a.stream_partials, a.stream_counters, acc)) epilogue1<SCALE, N>(a, sm, acc, e, row0, n0, f);
 }
 #endif
 
@@ -429,6 +488,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
     sm90::mbar_init_fence();
   }
+  if (threadIdx.x == kConsumers) prefetch_map(&map_w);
   __syncthreads();
   wait_prior(); /* x, its scales and the expert-sorted rows come from the kernels before */
   allow_next();
@@ -460,11 +520,29 @@ __global__ void __launch_bounds__(kThreads, 1)
 
 /* ----------------------------------------------------------------------------------------------- GEMM2 */
 #if FP8MOE_SM90A
+/* The thread's epilogue scale (token ct / 8 of the tile; TENSOR a2 × the expert's weight scale, ROW the row's
+ * a2 scale), read before the unit's K loop so its latency hides under it; ROW's per-column weight scales of
+ * the unit are prefetched into L2 (8 lines of 32 fp32; a hint). */
+template <int SCALE>
+__device__ __forceinline__ float factor2(const fp8moe_gemm2_args& a, int32_t e, int64_t row0, int32_t n0,
+                                         const TileRows& tr) {
+  float st = 0.0f;
+  if (SCALE == FP8MOE_SCALE_TENSOR) st = kref_at(a.a2_scale, 0) * kref_at(a.w_scale, e);
+  if (SCALE == FP8MOE_SCALE_ROW) {
+    const int r = static_cast<int>(threadIdx.x) / 8;
+    const int32_t slot = __shfl_sync(0xffffffffu, tr.slot, r); /* padding rows' scales are never read */
+    if (slot >= 0) st = kref_at(a.a2_scale, row0 + r);
+    if (threadIdx.x < 8 && n0 + 32 * static_cast<int32_t>(threadIdx.x) < a.H)
+      prefetch_l2(a.w_scale, e, n0 + 32 * static_cast<int32_t>(threadIdx.x));
+  }
+  return st;
+}
+
 /* Unit (tile, 256 output columns) finished: through shared memory, 8 threads per token store bf16 pairs of
  * its columns (< H) into y's row of the token's slot; padding rows are not stored. */
 template <int SCALE, int N>
 __device__ __forceinline__ void epilogue2(const fp8moe_gemm2_args& a, Smem& sm, float (&acc)[4][N / 2], int32_t e,
-                                          int64_t row0, int32_t n0, const TileRows& tr) {
+                                          int32_t n0, const TileRows& tr, float st) {
   constexpr int R = N / 2;
   const int ct = threadIdx.x;
   consumer_sync(); /* the previous unit's stores are done reading epi */
@@ -476,9 +554,6 @@ __device__ __forceinline__ void epilogue2(const fp8moe_gemm2_args& a, Smem& sm, 
   const int r = ct / 8, q = ct % 8;
   const int32_t slot = __shfl_sync(0xffffffffu, tr.slot, r);
   if (r >= N || slot < 0) return;
-  float st = 0.0f;
-  if (SCALE == FP8MOE_SCALE_TENSOR) st = kref_at(a.a2_scale, 0) * kref_at(a.w_scale, e);
-  if (SCALE == FP8MOE_SCALE_ROW) st = kref_at(a.a2_scale, row0 + r);
   uint16_t* yrow = a.y + static_cast<int64_t>(slot) * a.H;
 #pragma unroll 4
   for (int k = 0; k < kUnitRows / 16; ++k) {
@@ -504,8 +579,9 @@ __device__ __forceinline__ void unit2(const fp8moe_gemm2_args& a, Smem& sm, cons
   float acc[4][N / 2];
   auto cx = [&](int b, int kb) { return kref_at(a.a2_scale, row0 + tok_of_index(b), kb); };
   auto cw = [&](int box, int kb) { return kref_at(a.w_scale, e, nb[box], kb); };
+  const float st = factor2<SCALE>(a, e, row0, n0, tr);
   consume<N, SCALE == FP8MOE_SCALE_BLOCK>(sm, seg.kb0, seg.kb1, it, acc, cx, cw);
-  if (fixup<N>(sm, seg, a.stream_partials, a.stream_counters, acc)) epilogue2<SCALE, N>(a, sm, acc, e, row0, n0, tr);
+  if (fixup<N>(sm, seg, a.stream_partials, a.stream_counters, acc)) epilogue2<SCALE, N>(a, sm, acc, e, n0, tr, st);
 }
 #endif
 
@@ -527,6 +603,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int32_t col_units = (a.H + kUnitRows - 1) / kUnitRows, kblocks = a.I / kBK;
   if (threadIdx.x >= kConsumers) {
     if (threadIdx.x == kConsumers) {
+      prefetch_map(&map_w);
+      prefetch_map(&map_x);
       const Range rg = range_of(ld_relaxed(a.num_tiles), col_units, kblocks);
       produce2(a, map_w, map_x, sm, rg);
     }

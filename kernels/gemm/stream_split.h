@@ -7,8 +7,10 @@
  * last one sums the segments in K order (CTA order) and runs the epilogue. Every split unit is the last unit
  * that starts in its first CTA, so that CTA's number names the unit's arrival counter, and a CTA holds at
  * most two segments of split units: the one its range starts inside (partial slot 0) and the one its range
- * ends inside that started in it (slot 1). ctas = fp8moe_split_ctas(grid, W) ≥ 1 throughout. Compiled as C too: the host unit test (test_cuda_plan.c) checks
- * the cover, the inverse and the slot rule for many shapes. */
+ * ends inside that started in it (slot 1). The kernels take ctas = fp8moe_split_ctas_units(grid, units,
+ * kblocks) (unit-aligned pieces when the units are fewer than the CTAs); every rule here holds for any
+ * 1 ≤ ctas ≤ W. Compiled as C too: the host unit tests (test_cuda_plan.c, test_stream_split.c) check the
+ * cover, the inverse and the slot rule for many shapes. */
 #ifndef FP8MOE_KERNELS_STREAM_SPLIT_H
 #define FP8MOE_KERNELS_STREAM_SPLIT_H
 
@@ -23,6 +25,22 @@
 /* CTAs that take part: at most one per iteration, so that every taking part has a non-empty range (then the
  * CTAs first..last of a split unit all hold a segment of it); the others of the grid exit at once. */
 FP8MOE_SPLIT_FN int64_t fp8moe_split_ctas(int64_t grid, int64_t work) { return work < grid ? work : grid; }
+
+/* CTAs that take part for `units` units of `kblocks` blocks on a grid of `grid` (docs/GPU.md "Weight-streaming
+ * decode GEMMs", "Unit-aligned split"). More units than CTAs: the whole grid, stream-K. Otherwise a
+ * multiple of the units, units·s with s = min(kblocks, ⌊grid / units⌋) (more than half the grid, or W
+ * when every iteration gets its own CTA): then
+ * begin(c) = ⌊c·kblocks / s⌋ inside unit ⌊c / s⌋, so every CTA's range lies in one unit and holds one
+ * segment; a unit is cut into s near-equal pieces that run at the same time, no CTA finishes a segment
+ * (partial store, fence, counter) in the middle of its range, and a unit's last arriver sums s − 1 partials
+ * instead of up to ⌈kblocks / (W / grid)⌉. Any such count keeps the cover, inverse, slot and counter rules
+ * of the functions below (they hold for every 1 ≤ ctas ≤ W). */
+FP8MOE_SPLIT_FN int64_t fp8moe_split_ctas_units(int64_t grid, int64_t units, int64_t kblocks) {
+  if (units <= 0 || kblocks <= 0 || grid <= 0) return 0;
+  if (units >= grid) return grid;
+  const int64_t s = grid / units < kblocks ? grid / units : kblocks;
+  return units * s;
+}
 
 /* First iteration of CTA c (0 ≤ c ≤ ctas; begin(ctas) = W). W·ctas < 2^63. */
 FP8MOE_SPLIT_FN int64_t fp8moe_split_begin(int64_t c, int64_t work, int64_t ctas) { return c * work / ctas; }

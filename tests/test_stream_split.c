@@ -1,0 +1,102 @@
+/* test_stream_split.c — the stream GEMMs' CTA count (kernels/gemm/stream_split.h, fp8moe_split_ctas_units;
+ * docs/GPU.md "Weight-streaming decode GEMMs", "Unit-aligned split") on the host, no GPU: with fewer units
+ * than CTAs the count is a multiple of the units above half the grid (or W, one iteration per CTA), every
+ * CTA's range lies inside one unit (one segment, no fixup in the middle of a range), each unit's pieces
+ * differ by at most one block; with more units the whole grid (stream-K); and for every count the cover,
+ * inverse, segment, slot and counter rules the kernels rely on (as test_cuda_plan.c checks them for
+ * fp8moe_split_ctas). */
+#include <stdio.h>
+#include <string.h>
+
+#include "gemm/stream_split.h"
+#include "plugin_host.h"
+
+static int rules_hold(int64_t U, int64_t KB, int64_t G) {
+  const int64_t W = U * KB;
+  int bad = 0;
+  static int slot_used[160][2];
+  static int counter_unit[160];
+  memset(slot_used, 0, sizeof slot_used);
+  for (int i = 0; i < 160; ++i) counter_unit[i] = -1;
+  int64_t prev_end = 0;
+  for (int64_t cta = 0; cta < G; ++cta) {
+    const int64_t b0 = fp8moe_split_begin(cta, W, G), b1 = fp8moe_split_begin(cta + 1, W, G);
+    if (b0 != prev_end || b1 <= b0) ++bad;
+    prev_end = b1;
+    for (int64_t i = b0; i < b1; ++i)
+      if (fp8moe_split_cta_of(i, W, G) != cta) ++bad;
+  }
+  if (prev_end != W) ++bad;
+  for (int64_t u = 0; u < U; ++u) {
+    int32_t next = 0;
+    const fp8moe_split_segment s0 =
+        fp8moe_split_segment_of(u, KB, fp8moe_split_begin(0, W, G), fp8moe_split_begin(1, W, G), W, G);
+    for (int64_t cta = s0.first; cta <= s0.last; ++cta) {
+      const fp8moe_split_segment s =
+          fp8moe_split_segment_of(u, KB, fp8moe_split_begin(cta, W, G), fp8moe_split_begin(cta + 1, W, G), W, G);
+      if (s.kb0 != next || s.kb1 <= s.kb0 || s.first != s0.first || s.last != s0.last) ++bad;
+      next = s.kb1;
+      if (s.slot != fp8moe_split_slot_of(cta, s.first)) ++bad;
+      if (s.first != s.last && slot_used[cta][s.slot]++) ++bad;
+    }
+    if (next != KB) ++bad;
+    if (s0.first != s0.last) {
+      if (counter_unit[s0.first] != -1) ++bad;
+      counter_unit[s0.first] = (int)u;
+    }
+  }
+  return bad;
+}
+
+/* Below one unit per CTA: G = U·s, s > 0, G > grid / 2 unless G = W, every range inside one unit, the s
+ * pieces of a unit within one block of each other. */
+static int aligned_holds(int64_t U, int64_t KB, int64_t grid, int64_t G) {
+  const int64_t W = U * KB;
+  int bad = 0;
+  if (G % U != 0 || (2 * G <= grid && G != W)) ++bad;
+  for (int64_t cta = 0; cta < G; ++cta) {
+    const int64_t b0 = fp8moe_split_begin(cta, W, G), b1 = fp8moe_split_begin(cta + 1, W, G);
+    if (b0 / KB != (b1 - 1) / KB) ++bad; /* one unit */
+    const int64_t n = b1 - b0, lo = KB / (G / U);
+    if (n < lo || n > lo + 1) ++bad;
+  }
+  return bad;
+}
+
+int main(void) {
+  const int64_t units[] = {1, 2, 7, 32, 48, 64, 66, 67, 128, 131, 132, 133, 224, 1000};
+  const int64_t kblocks[] = {1, 2, 3, 6, 16, 56, 112};
+  const int64_t grids[] = {1, 2, 3, 10, 132, 160};
+  int bad = 0, aligned = 0;
+  for (size_t a = 0; a < sizeof units / sizeof units[0]; ++a)
+    for (size_t b = 0; b < sizeof kblocks / sizeof kblocks[0]; ++b)
+      for (size_t c = 0; c < sizeof grids / sizeof grids[0]; ++c) {
+        const int64_t U = units[a], KB = kblocks[b], grid = grids[c], W = U * KB;
+        const int64_t G = fp8moe_split_ctas_units(grid, U, KB);
+        if (G < 1 || G > grid || G > W) {
+          ++bad;
+          continue;
+        }
+        if (U >= grid && G != grid) ++bad;
+        if (U < grid) {
+          bad += aligned_holds(U, KB, grid, G);
+          ++aligned;
+        }
+        bad += rules_hold(U, KB, G);
+      }
+  EXPECT(bad == 0, "unit-aligned split: %d inconsistencies", bad);
+  EXPECT(aligned > 100, "the aligned branch ran for %d shapes only", aligned);
+  EXPECT(fp8moe_split_ctas_units(132, 0, 56) == 0 && fp8moe_split_ctas_units(132, 8, 0) == 0, "no work: no CTA");
+  /* The shapes of docs/GPU.md's prediction on 132 CTAs (T = 1): deepseek-v3 GEMM1 8 tiles × 16 groups → one
+   * unit per CTA; GEMM2 8 × 28 → stream-K; qwen3-30b-a3b GEMM1 8 × 6 (16 blocks) → halves; GEMM2 8 × 8
+   * (6 blocks) → halves; mixtral-8x7b GEMM1 2 × 112 → stream-K; GEMM2 2 × 16 (112 blocks) → quarters. */
+  EXPECT(fp8moe_split_ctas_units(132, 128, 56) == 128, "deepseek-v3 GEMM1: 128");
+  EXPECT(fp8moe_split_ctas_units(132, 224, 16) == 132, "deepseek-v3 GEMM2: 132");
+  EXPECT(fp8moe_split_ctas_units(132, 48, 16) == 96, "qwen3 GEMM1: 96");
+  EXPECT(fp8moe_split_ctas_units(132, 64, 6) == 128, "qwen3 GEMM2: 128");
+  EXPECT(fp8moe_split_ctas_units(132, 224, 32) == 132, "mixtral GEMM1: 132");
+  EXPECT(fp8moe_split_ctas_units(132, 32, 112) == 128, "mixtral GEMM2: 128");
+  /* Shown able to fail: the old count (min(grid, W)) is not unit-aligned for deepseek-v3 GEMM1. */
+  EXPECT(aligned_holds(128, 56, 132, fp8moe_split_ctas(132, 128 * 56)) != 0, "the old count is caught");
+  return test_finish("test_stream_split", test_checks_run);
+}
