@@ -277,6 +277,12 @@ int fp8moe_prepare_gemm2(void); /* as fp8moe_prepare_gemm1 */
 /* sm_90a: as fp8moe_launch_gemm1_sm90 (the same refusals), and H a multiple of 256 (tiles of 2×128
  * columns). */
 int fp8moe_launch_gemm2_sm90(const fp8moe_gemm2_args* a, cudaStream_t stream);
+/* sm_90a, 128-row work items (kernels/gemm/gemm2_wgmma128_sm90.cu): pairs of consecutive 64-row tiles of one
+ * expert × 256 output columns, the pair list built as the 128-row GEMM1's; item_group counts pairs. The same
+ * refusals as fp8moe_launch_gemm2_sm90 (sm90_loop and max_clusters are not read: one main loop, one-CTA
+ * kernel), and max_tiles ≤ FP8MOE_GEMM1_PAIR_MAX_TILES, E_local ≤ FP8MOE_GEMM1_PAIR_MAX_EXPERTS (the pair
+ * list's bounds, shared with the 128-row GEMM1). */
+int fp8moe_launch_gemm2_sm90_pairs(const fp8moe_gemm2_args* a, cudaStream_t stream);
 /* Compute capability 9.0 only, at context creation: raises the sm90 GEMMs' shared-memory limits and looks up
  * the driver's cuTensorMapEncodeTiled through cudart (no link-time libcuda dependency); *tma_encode stays
  * NULL when the driver lacks it or the device refuses the kernels' shared memory (the plan then keeps the

@@ -39,6 +39,12 @@ if(FP8MOE_WITH_CUDA AND TARGET fp8moe_test_ref)
   add_test(NAME test_gpu_sweep_sm90_v COMMAND test_gpu_sweep --large)
   set_tests_properties(test_gpu_sweep_sm90_v PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600 LABELS gpu
                        ENVIRONMENT "FP8MOE_LIBRARY=$<TARGET_FILE:fp8moe>;FP8MOE_CUDA_GEMM_FALLBACK=v")
+  # The 128-row GEMM2 (opt-in "i", kernels/gemm/gemm2_wgmma128_sm90.cu; docs/GPU.md "128-row GEMM2 items"): the
+  # same large-M sweep (every format, experts of one tile and odd tile counts, an expert-parallel shard, several
+  # item groups, a graph capture) against the CPU backend, with the 128-row GEMM1 (the default) before it.
+  add_test(NAME test_gpu_sweep_sm90_i COMMAND test_gpu_sweep --large)
+  set_tests_properties(test_gpu_sweep_sm90_i PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600 LABELS gpu
+                       ENVIRONMENT "FP8MOE_LIBRARY=$<TARGET_FILE:fp8moe>;FP8MOE_CUDA_GEMM_FALLBACK=i")
   # CPU and CUDA routing weights bit for bit, >= 10^5 logit rows per method (src/routing_math.h).
   if(TARGET fp8moe_test_baseline)
     fp8moe_add_test(NAME test_gpu_routing_bits SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_gpu_routing_bits.c

@@ -649,6 +649,97 @@ static void gemm1_pairs(void) {
          (int)fp8moe_cuda_plan_sm90_pair_group(4096));
 }
 
+/* The 128-row GEMM2 (opt-in: FP8MOE_CUDA_GEMM_FALLBACK "i"; docs/GPU.md "128-row GEMM2 items"): taken ahead
+ * of the 64-row wgmma GEMM2 only where the context offers it ("i") and the problem's pair list fits (the same
+ * PAIR_TILES bound as the 128-row GEMM1), on LARGE and cc 9.0 only, with the 64-row GEMM2's own needs (W2
+ * TMA-able, H % 256 = 0, the encoder); "2" still switches every sm90 GEMM2 off; GEMM1 is unaffected. */
+static void gemm2_pairs(void) {
+  const uint32_t all = FP8MOE_PLAN_NEEDS_TMA_ENC | FP8MOE_PLAN_NEEDS_SM90_GEMM1 | FP8MOE_PLAN_NEEDS_SM90_GEMM2 |
+                       FP8MOE_PLAN_NEEDS_GEMM1_PAIRS;
+  const uint32_t i = all | FP8MOE_PLAN_NEEDS_GEMM2_PAIRS;
+  EXPECT(FP8MOE_PLAN_NEEDS_GEMM2_PAIRS == 4096u && FP8MOE_PLAN_NEEDS_GEMM2_PAIRS == 2 * FP8MOE_PLAN_NEEDS_PAIR_TILES,
+         "GEMM2_PAIRS is the next bit after PAIR_TILES");
+  int32_t n = 0, at = -1, at64 = -1;
+  const fp8moe_plan_row* rows = fp8moe_cuda_plan_rows(&n);
+  for (int32_t r = 0; r < n; ++r) {
+    if (rows[r].gemm == FP8MOE_GEMM2 && rows[r].kernel == FP8MOE_GEMM_WGMMA128_SM90) {
+      EXPECT(at < 0, "one 128-row GEMM2 row");
+      at = r;
+      EXPECT(rows[r].cc_min == 90 && rows[r].cc_max == 90 && rows[r].regime == FP8MOE_M_LARGE && rows[r].tile_m == 64,
+             "the 128-row GEMM2 row: cc 9.0, LARGE, the layout's 64-row tiles");
+      const uint32_t want = FP8MOE_PLAN_NEEDS_TMA_W2 | FP8MOE_PLAN_NEEDS_H256 | FP8MOE_PLAN_NEEDS_TMA_ENC |
+                            FP8MOE_PLAN_NEEDS_SM90_GEMM2 | FP8MOE_PLAN_NEEDS_GEMM2_PAIRS | FP8MOE_PLAN_NEEDS_PAIR_TILES;
+      EXPECT(rows[r].needs == want, "the 128-row GEMM2 row's needs 0x%x, expected 0x%x", (unsigned)rows[r].needs,
+             (unsigned)want);
+    }
+    if (rows[r].gemm == FP8MOE_GEMM2 && rows[r].kernel == FP8MOE_GEMM_WGMMA_SM90 && rows[r].regime == FP8MOE_M_LARGE)
+      at64 = r;
+  }
+  EXPECT(at >= 0 && at64 > at, "the 128-row GEMM2 row (%d) comes before the 64-row one (%d)", (int)at, (int)at64);
+  const fp8moe_problem big = problem(2048, 7168, 2048, 256, 8, 0x10000);
+  EXPECT(kernel_of(FP8MOE_GEMM2, 90, &big, all) == FP8MOE_GEMM_WGMMA_SM90, "no i: the 64-row wgmma GEMM2");
+  EXPECT(kernel_of(FP8MOE_GEMM2, 90, &big, i) == FP8MOE_GEMM_WGMMA128_SM90 &&
+             kernel_of(FP8MOE_GEMM1, 90, &big, i) == FP8MOE_GEMM_WGMMA128_SM90,
+         "i: the 128-row GEMM2, GEMM1 unchanged");
+  EXPECT(kernel_of(FP8MOE_GEMM2, 90, &big, i & ~FP8MOE_PLAN_NEEDS_SM90_GEMM2) == FP8MOE_GEMM_MMA_SYNC,
+         "i with GEMM2 switched off (2): mma.sync");
+  EXPECT(kernel_of(FP8MOE_GEMM2, 90, &big, i & ~FP8MOE_PLAN_NEEDS_TMA_ENC) == FP8MOE_GEMM_MMA_SYNC,
+         "i without the encoder: mma.sync");
+  EXPECT(kernel_of(FP8MOE_GEMM2, 100, &big, i) == FP8MOE_GEMM_MMA_SYNC &&
+             kernel_of(FP8MOE_GEMM2, 89, &big, i) == FP8MOE_GEMM_MMA_SYNC,
+         "i on cc 10.0 and 8.9: mma.sync");
+  const fp8moe_problem t512 = problem(512, 7168, 2048, 256, 8, 0x10000);
+  EXPECT(kernel_of(FP8MOE_GEMM2, 90, &t512, i) == FP8MOE_GEMM_WGMMA_SM90, "i at MEDIUM: the 64-row wgmma GEMM2");
+  const fp8moe_problem mixtral = problem(8192, 4096, 14336, 8, 2, 0x10000);
+  EXPECT(kernel_of(FP8MOE_GEMM2, 90, &mixtral, i) == FP8MOE_GEMM_WGMMA128_SM90, "i mixtral-8x7b T=8192");
+  const fp8moe_problem h384 = problem(2048, 384, 2048, 16, 4, 0x10000);
+  EXPECT(kernel_of(FP8MOE_GEMM2, 90, &h384, i) == FP8MOE_GEMM_MMA_SYNC, "i, H = 384: mma.sync (256-column items)");
+  fp8moe_problem padded = big;
+  padded.w2.strides[1] = 2048 + 8;
+  padded.w2.strides[0] = 7168 * padded.w2.strides[1];
+  EXPECT(kernel_of(FP8MOE_GEMM2, 90, &padded, i) == FP8MOE_GEMM_MMA_SYNC, "i, W2 not TMA-able: mma.sync");
+  /* The pair list's bounds, as the 128-row GEMM1's: max_tiles = ceil(T·K/64) + E_local and E_local. */
+  const int64_t fit_tk = (int64_t)(FP8MOE_GEMM1_PAIR_MAX_TILES - 256) * 64;
+  const fp8moe_problem cap = problem(fit_tk / 8, 7168, 2048, 256, 8, 0x10000);
+  const fp8moe_problem past = problem(fit_tk / 8 + 8, 7168, 2048, 256, 8, 0x10000);
+  EXPECT(kernel_of(FP8MOE_GEMM2, 90, &cap, i) == FP8MOE_GEMM_WGMMA128_SM90, "max_tiles = the cap: 128-row GEMM2");
+  EXPECT(kernel_of(FP8MOE_GEMM2, 90, &past, i) == FP8MOE_GEMM_WGMMA_SM90,
+         "max_tiles past the cap: the 64-row wgmma GEMM2");
+  fp8moe_problem many = problem(1, 1024, 512, 1, 1, 0x10000);
+  many.E = many.E_local = FP8MOE_GEMM1_PAIR_MAX_EXPERTS + 1;
+  many.T = 32 * (int64_t)many.E;
+  many.w13.shape[0] = many.w2.shape[0] = many.E;
+  EXPECT(fp8moe_cuda_plan_regime(&many) == FP8MOE_M_LARGE &&
+             kernel_of(FP8MOE_GEMM2, 90, &many, i) == FP8MOE_GEMM_WGMMA_SM90,
+         "E_local = %d: the 64-row wgmma GEMM2", (int)many.E_local);
+  /* The letter: offered only where FALLBACK names "i", and "i" changes nothing else. */
+  unsetenv("FP8MOE_CUDA_GEMM_FALLBACK");
+  const uint32_t base = fp8moe_cuda_plan_context_offers(1, 1, 1);
+  EXPECT(!(base & FP8MOE_PLAN_NEEDS_GEMM2_PAIRS) && kernel_of(FP8MOE_GEMM2, 90, &big, base) == FP8MOE_GEMM_WGMMA_SM90,
+         "default: not offered, the 64-row GEMM2 (0x%x)", (unsigned)base);
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "i", 1);
+  uint32_t o = fp8moe_cuda_plan_context_offers(1, 1, 1);
+  EXPECT(o == (base | FP8MOE_PLAN_NEEDS_GEMM2_PAIRS), "FALLBACK=i: only GEMM2_PAIRS added (0x%x)", (unsigned)o);
+  EXPECT(kernel_of(FP8MOE_GEMM2, 90, &big, o) == FP8MOE_GEMM_WGMMA128_SM90 &&
+             kernel_of(FP8MOE_GEMM1, 90, &big, o) == FP8MOE_GEMM_WGMMA128_SM90,
+         "FALLBACK=i: the 128-row GEMM2 (and the default 128-row GEMM1) at deepseek-v3 T=2048");
+  EXPECT(variant_is(FP8MOE_SM90_LOOP_OVERLAP, FP8MOE_SM90_ORDER_GROUPED, FP8MOE_SM90_ORDER_GROUPED) &&
+             clusters_are(0) && fp8moe_cuda_plan_context_permute_chunks() &&
+             fp8moe_cuda_plan_context_route_v1() == 0 && fp8moe_cuda_plan_context_route_warm() == 1,
+         "FALLBACK=i: the other switches untouched");
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "i2", 1);
+  o = fp8moe_cuda_plan_context_offers(1, 1, 1);
+  EXPECT(kernel_of(FP8MOE_GEMM2, 90, &big, o) == FP8MOE_GEMM_MMA_SYNC, "FALLBACK=i2: 2 wins, mma.sync");
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "iv", 1);
+  o = fp8moe_cuda_plan_context_offers(1, 1, 1);
+  EXPECT(kernel_of(FP8MOE_GEMM2, 90, &big, o) == FP8MOE_GEMM_WGMMA128_SM90 &&
+             kernel_of(FP8MOE_GEMM1, 90, &big, o) == FP8MOE_GEMM_WGMMA_SM90,
+         "FALLBACK=iv: the 128-row GEMM2 with the 64-row GEMM1");
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "12dpcsqruomnkjwxyv", 1);
+  EXPECT(!(fp8moe_cuda_plan_context_offers(1, 1, 1) & FP8MOE_PLAN_NEEDS_GEMM2_PAIRS), "the other letters: not offered");
+  unsetenv("FP8MOE_CUDA_GEMM_FALLBACK");
+}
+
 /* The pair list of the 128-row GEMM1 (fp8moe_sm90_pair_start, as the kernel builds it): for tile lists of
  * experts with 0..5 tiles each, the pairs cover every tile exactly once, a pair's tiles belong to one expert,
  * an expert of n tiles gives ceil(n/2) pairs, and only its last may be single (n odd). */
@@ -696,6 +787,7 @@ static void pair_lists(void) {
 
 int main(void) {
   gemm1_pairs();
+  gemm2_pairs();
   pair_lists();
   route_v1_switch();
   permute_rule();

@@ -6,7 +6,8 @@
  * two streams running different problems on one context, and the kernel plan's large-M and decode rows.
  * Outputs are poisoned before every GPU run.
  * `--quick` runs a subset (for compute-sanitizer); `--large` only the large-M plan rows in full and a graph
- * capture at large M (run with FALLBACK=v: the 64-row GEMM1 variant). Skipped (77) without a usable CUDA device. */
+ * capture at large M (run with FALLBACK=v: the 64-row GEMM1 variant; with FALLBACK=i: the 128-row GEMM2).
+ * Skipped (77) without a usable CUDA device. */
 #define _POSIX_C_SOURCE 200809L /* setenv, unsetenv */
 #include <cuda_runtime_api.h>
 #include <math.h>

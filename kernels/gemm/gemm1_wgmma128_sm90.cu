@@ -1,5 +1,5 @@
-/* gemm1_wgmma128_sm90.cu — grouped GEMM1 on Hopper with 128-row work items (FP8MOE_CUDA_GEMM_FALLBACK "v",
- * opt-in; docs/GPU.md "128-row GEMM1 items"). Same contract and arithmetic as gemm1_wgmma_sm90.cu (the same
+/* gemm1_wgmma128_sm90.cu — grouped GEMM1 on Hopper with 128-row work items (the default at LARGE;
+ * FP8MOE_CUDA_GEMM_FALLBACK "v" switches it off; docs/GPU.md "128-row GEMM1 items"). Same contract and arithmetic as gemm1_wgmma_sm90.cu (the same
  * per-stage partial sums promoted in stage order, the same epilogue operations per element), so it writes
  * the same bits; what changes is the shape of a work item and with it the L2→SM bytes per tensor-core cycle.
  *
@@ -13,102 +13,20 @@
  * 512). Each thread then holds gate and up of the same outputs: the activation, the 1×128 group amax (over
  * the 4 lanes of a quad) and the requantization run in registers, with no shared-memory round trip.
  *
- * The pair list is built by every CTA at start in shared memory from the device's num_tiles and tile_expert
+ * The pair list, the ring's layout and the consumer main loop are sm90_pairs.cuh's (shared with the 128-row
+ * GEMM2). The pair list is built by every CTA at start in shared memory from the device's num_tiles and tile_expert
  * (graph-capturable, no extra launch): the first tile of each expert, then the tiles at an even distance from
  * it, in tile order (bit 15 of an entry: the pair has a second tile). Items = pairs × column blocks, walked in
  * the grouped order of sm90_items.h with pairs in place of tiles. Limits: max_tiles ≤
  * FP8MOE_GEMM1_PAIR_MAX_TILES, E_local ≤ FP8MOE_GEMM1_PAIR_MAX_EXPERTS (the plan's needs; the launcher refuses
  * beyond them). */
-#include "sm90_items.h"
-#include "wgmma_sm90.cuh"
+#include "sm90_pairs.cuh"
 
 namespace fp8moe {
 namespace sm90 {
 namespace {
 
-struct PairStage {
-  uint8_t a[2][kATileBytes]; /* rows 0..63 and 64..127 of the pair, 128-byte swizzle */
-  uint8_t b[2][kBTileBytes]; /* gate rows, up rows */
-};
-static_assert(sizeof(PairStage) % 1024 == 0, "tiles stay 1024-byte aligned for the 128-byte swizzle");
-
-constexpr int kPairWarps = kConsumers / 32; /* the warps that build the pair list */
-static_assert(FP8MOE_GEMM1_PAIR_MAX_TILES <= FP8MOE_SM90_PAIR_TWO, "tile numbers fit below the pair entry's flag bit");
-
-struct PairSmem {
-  PairStage st[kStages];
-  uint64_t full[kStages];
-  uint64_t empty[kStages];
-  float row_scale[kStages][2 * kBM];          /* BLOCK: each stage's 128 activation row scales (0: padding) */
-  float w_scale[kStages][4];                  /* BLOCK: each stage's gate and up weight-block scales */
-  int32_t num_pairs;                          /* the pair list's length */
-  int32_t warp_count[kPairWarps];             /* the pair list's compaction, per warp */
-  uint16_t pair_first[FP8MOE_GEMM1_PAIR_MAX_TILES]; /* first tile | kPairTwo */
-  int16_t first_tile[FP8MOE_GEMM1_PAIR_MAX_EXPERTS]; /* first tile of each expert that has one */
-};
-constexpr size_t kPairSmemBytes = sizeof(PairSmem) + 1024; /* + slack to align the dynamic buffer to 1024 */
-static_assert(kPairSmemBytes <= 227u * 1024u, "within Hopper's 227 KB of dynamic shared memory per block");
-
 #if FP8MOE_SM90A
-constexpr uint32_t kPairTwo = FP8MOE_SM90_PAIR_TWO; /* pair_first bit: the pair has a second tile */
-
-__device__ __forceinline__ PairSmem& pair_smem_of(uint8_t* raw) {
-  return *reinterpret_cast<PairSmem*>((reinterpret_cast<uintptr_t>(raw) + 1023) & ~static_cast<uintptr_t>(1023));
-}
-
-/* The layout's parts as 32-bit shared-memory addresses: the main loops keep one register for the layout
- * instead of 64-bit generic pointers (the consumers' 192 accumulator registers leave ~40 of their 232, the
- * producers have 40 in all). */
-struct PairAddr {
-  uint32_t base; /* the 1024-aligned PairSmem */
-  __device__ __forceinline__ uint32_t a(uint32_t s, int half) const {
-    return base + s * static_cast<uint32_t>(sizeof(PairStage)) + static_cast<uint32_t>(half * kATileBytes);
-  }
-  __device__ __forceinline__ uint32_t b(uint32_t s, int k) const {
-    return base + s * static_cast<uint32_t>(sizeof(PairStage)) +
-           static_cast<uint32_t>(offsetof(PairStage, b) + k * kBTileBytes);
-  }
-  __device__ __forceinline__ uint32_t full(uint32_t s) const {
-    return base + static_cast<uint32_t>(offsetof(PairSmem, full)) + 8u * s;
-  }
-  __device__ __forceinline__ uint32_t empty(uint32_t s) const {
-    return base + static_cast<uint32_t>(offsetof(PairSmem, empty)) + 8u * s;
-  }
-  __device__ __forceinline__ uint32_t row_scale(uint32_t s, int row) const {
-    return base + static_cast<uint32_t>(offsetof(PairSmem, row_scale)) + 4u * (s * 2u * kBM + static_cast<uint32_t>(row));
-  }
-  __device__ __forceinline__ uint32_t w_scale(uint32_t s, int k) const {
-    return base + static_cast<uint32_t>(offsetof(PairSmem, w_scale)) + 4u * (s * 4u + static_cast<uint32_t>(k));
-  }
-  __device__ __forceinline__ uint32_t num_pairs() const {
-    return base + static_cast<uint32_t>(offsetof(PairSmem, num_pairs));
-  }
-  __device__ __forceinline__ uint32_t pair_first(int32_t pair) const { /* an entry, ld.shared.u16 */
-    uint16_t v;
-    asm volatile("ld.shared.u16 %0, [%1];\n"
-                 : "=h"(v)
-                 : "r"(base + static_cast<uint32_t>(offsetof(PairSmem, pair_first)) + 2u * static_cast<uint32_t>(pair))
-                 : "memory");
-    return v;
-  }
-};
-
-__device__ __forceinline__ PairAddr pair_addr_of(uint8_t* raw) { return PairAddr{(saddr(raw) + 1023u) & ~1023u}; }
-
-__device__ __forceinline__ float ld_shared_f32(uint32_t addr) {
-  float v;
-  asm volatile("ld.shared.f32 %0, [%1];\n" : "=f"(v) : "r"(addr) : "memory");
-  return v;
-}
-__device__ __forceinline__ int32_t ld_shared_s32(uint32_t addr) {
-  int32_t v;
-  asm volatile("ld.shared.s32 %0, [%1];\n" : "=r"(v) : "r"(addr) : "memory");
-  return v;
-}
-__device__ __forceinline__ void st_shared_f32(uint32_t addr, float v) {
-  asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(addr), "f"(v) : "memory");
-}
-
 /* One 16-byte chunk of a gathered row: x + row · stride + off (mad.wide inside the asm, so the 64-bit
  * address lives only here: the producer keeps a 32-bit row number per row instead of a 64-bit pointer);
  * bytes = 0 zero-fills. */
@@ -125,42 +43,6 @@ __device__ __forceinline__ void cp_async_row16(uint32_t dst, const uint8_t* x_of
 /* A 4-byte fp32 scale into shared memory in the same cp.async group (bytes = 0 writes 0). */
 __device__ __forceinline__ void cp_async_4(uint32_t dst, const void* src, int bytes) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(bytes) : "memory");
-}
-
-/* The 256 consumer threads (after setmaxnreg, so this runs in their registers; ptxas budgets code before the
- * warpgroups' split at the producers' 40): the pair list of the first `tiles` tiles into sm.pair_first, in
- * tile order, and its length into sm.num_pairs. tile_expert is non-decreasing (permute.cu: experts in order,
- * each padded to whole tiles), so tile t starts a pair when t − (its expert's first tile) is even. The
- * caller's CTA barrier then publishes the list to the producer. */
-__device__ __forceinline__ void build_pairs(PairSmem& sm, const int32_t* tile_expert, int32_t tiles) {
-  const int ct = static_cast<int>(threadIdx.x) - 128, warp = ct / 32, lane = ct % 32;
-  for (int32_t t = ct; t < tiles; t += kConsumers) {
-    const int32_t e = tile_expert[t];
-    if (t == 0 || tile_expert[t - 1] != e) sm.first_tile[e] = static_cast<int16_t>(t);
-  }
-  consumer_sync();
-  int32_t base = 0;
-#pragma unroll 1
-  for (int32_t c0 = 0; c0 < tiles; c0 += kConsumers) {
-    const int32_t t = c0 + ct;
-    bool start = false;
-    uint32_t word = 0;
-    if (t < tiles) start = fp8moe_sm90_pair_start(tile_expert, tiles, t, sm.first_tile[tile_expert[t]], &word) != 0;
-    const uint32_t m = __ballot_sync(0xffffffffu, start);
-    if (lane == 0) sm.warp_count[warp] = __popc(m);
-    consumer_sync();
-    int32_t off = base, total = 0;
-#pragma unroll
-    for (int w = 0; w < kPairWarps; ++w) {
-      const int32_t n = sm.warp_count[w];
-      off += w < warp ? n : 0;
-      total += n;
-    }
-    if (start) sm.pair_first[off + __popc(m & ((1u << lane) - 1u))] = static_cast<uint16_t>(word);
-    base += total;
-    consumer_sync(); /* warp_count is rewritten next round */
-  }
-  if (ct == 0) sm.num_pairs = base;
 }
 
 /* Producer warpgroup: thread p copies 16-byte chunk p % 8 of rows p / 8 + 16i (i < 8) of the pair's 128 rows
@@ -250,75 +132,6 @@ __device__ __forceinline__ void produce_pairs(const fp8moe_gemm1_args& a, const 
   for (uint32_t j = it > static_cast<uint32_t>(kLag) ? it - kLag : 0; j < it; ++j) mbar_arrive(sm.full(j % kStages));
 }
 
-/* Consumer warpgroup wg, one item: per stage the 4 gate wgmmas into p, wait, promote into acc_g, then the 4
- * up wgmmas into p, wait, release the stage, promote into acc_u. Each promotion is consume()'s
- * (wgmma_sm90.cuh): BLOCK acc += (p·s_row)·s_w with the thread's row scales and the gate or up weight-block
- * scale, otherwise acc += p; stages in order, so the sums are the 64-row kernel's bit for bit. No wgmma group
- * is in flight at any control-flow merge (each stage waits for its own), so ptxas keeps the wgmmas async.
- * The other consumer warpgroup runs its own stage meanwhile: one's promotion overlaps the other's wgmmas. */
-template <bool BLOCK>
-__device__ __forceinline__ void consume_pair(PairAddr sm, int wg, int kblocks, uint32_t& it, float (&acc_g)[64],
-                                             float (&acc_u)[64], int r0) {
-  float p[64];
-#pragma unroll
-  for (int i = 0; i < 64; ++i) acc_g[i] = acc_u[i] = 0.0f;
-  auto promote = [&](float (&acc)[64], float c0, float c1, float cw) {
-    if (BLOCK) {
-#pragma unroll
-      for (int i = 0; i < 64; ++i) acc[i] += p[i] * (acc_half(i) ? c1 : c0) * cw;
-    } else {
-#pragma unroll
-      for (int i = 0; i < 64; ++i) acc[i] += p[i];
-    }
-  };
-#pragma unroll 1
-  for (int kb = 0; kb < kblocks; ++kb) {
-    const uint32_t pos = it + static_cast<uint32_t>(kb);
-    const uint32_t s = pos % kStages;
-    mbar_wait(sm.full(s), (pos / kStages) & 1u);
-    const uint64_t da = desc_sw128(sm.a(s, wg));
-    const uint64_t dg = desc_sw128(sm.b(s, 0)), du = desc_sw128(sm.b(s, 1));
-    float c0 = 0.0f, c1 = 0.0f, cg = 0.0f, cu = 0.0f;
-    if (BLOCK) { /* staged with the stage by the producer: the thread's rows r0 and r0 + 8, gate and up */
-      c0 = ld_shared_f32(sm.row_scale(s, kBM * wg + r0));
-      c1 = ld_shared_f32(sm.row_scale(s, kBM * wg + r0 + 8));
-      cg = ld_shared_f32(sm.w_scale(s, 0));
-      cu = ld_shared_f32(sm.w_scale(s, 1));
-    }
-    wgmma_fence();
-    fence_regs(p);
-#pragma unroll
-    for (int kk = 0; kk < kBK / 32; ++kk) wgmma_m64n128k32(p, da + 2 * kk, dg + 2 * kk, kk > 0);
-    wgmma_commit();
-    wgmma_wait<0>();
-    fence_regs(p);
-    promote(acc_g, c0, c1, cg);
-    wgmma_fence(); /* p was read by the promotion: order those reads before the next wgmmas overwrite it */
-    fence_regs(p);
-#pragma unroll
-    for (int kk = 0; kk < kBK / 32; ++kk) wgmma_m64n128k32(p, da + 2 * kk, du + 2 * kk, kk > 0);
-    wgmma_commit();
-    wgmma_wait<0>();
-    fence_regs(p);
-    mbar_arrive(sm.empty(s)); /* both products of this warpgroup are done with the stage */
-    promote(acc_u, c0, c1, cu);
-  }
-  it += static_cast<uint32_t>(kblocks);
-}
-
-/* The second consumer warpgroup of a single pair (no second tile): nothing to compute, but it passes every
- * stage (waits for it to land, so its arrival counts toward this use of the stage, then releases it), keeping
- * the empty barrier's 256 arrivals per phase exact. */
-__device__ __forceinline__ void pass_stages(PairAddr sm, int kblocks, uint32_t& it) {
-#pragma unroll 1
-  for (int kb = 0; kb < kblocks; ++kb) {
-    const uint32_t pos = it + static_cast<uint32_t>(kb);
-    const uint32_t s = pos % kStages;
-    mbar_wait(sm.full(s), (pos / kStages) & 1u);
-    mbar_arrive(sm.empty(s));
-  }
-  it += static_cast<uint32_t>(kblocks);
-}
 #endif
 
 template <int SCALE, bool F32>
@@ -326,14 +139,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     gemm1_wgmma128_kernel(const __grid_constant__ fp8moe_gemm1_args a, const __grid_constant__ CUtensorMap map_w) {
 #if FP8MOE_SM90A
   extern __shared__ uint8_t smem_raw[];
-  if (threadIdx.x == 0) {
-    PairSmem& sm = pair_smem_of(smem_raw);
-    for (int s = 0; s < kStages; ++s) {
-      mbar_init(&sm.full[s], 1 + 128); /* the TMA issuer's expect_tx + every gathering producer thread */
-      mbar_init(&sm.empty[s], kConsumers);
-    }
-    mbar_init_fence();
-  }
+  init_pair_barriers(smem_raw, 1 + 128); /* the TMA issuer's expect_tx + every gathering producer thread */
   /* Nothing is computed before the split: ptxas budgets code before setmaxnreg.dec at the producers' 40
    * registers, and values live across it were spilled. */
   if (threadIdx.x < 128) {
@@ -364,7 +170,15 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
     float acc_g[64], acc_u[64];
     const int tid = static_cast<int>(threadIdx.x);
-    consume_pair<SCALE == FP8MOE_SCALE_BLOCK>(sp, wg, kblocks, it, acc_g, acc_u, 16 * (tid % 128 / 32) + tid % 32 / 4);
+    const int r0 = 16 * (tid % 128 / 32) + tid % 32 / 4;
+    /* BLOCK: staged with the stage by the producer: the thread's rows r0 and r0 + 8, gate and up */
+    auto scales = [&](uint32_t s, int, float& c0, float& c1, float& cg, float& cu) {
+      c0 = ld_shared_f32(sp.row_scale(s, kBM * wg + r0));
+      c1 = ld_shared_f32(sp.row_scale(s, kBM * wg + r0 + 8));
+      cg = ld_shared_f32(sp.w_scale(s, 0));
+      cu = ld_shared_f32(sp.w_scale(s, 1));
+    };
+    consume_pair<SCALE == FP8MOE_SCALE_BLOCK, true>(sp, wg, kblocks, it, acc_g, acc_u, scales);
     const int lane = tid % 32, q = tid % 128 / 32;
     const int g = lane / 4, t = lane % 4;
     const int rr[2] = {16 * q + g, 16 * q + g + 8};
@@ -461,10 +275,7 @@ using Kernel = void (*)(fp8moe_gemm1_args, CUtensorMap);
 
 template <int SCALE, bool F32 = false>
 cudaError_t launch(const fp8moe_gemm1_args& a, const CUtensorMap& mw, cudaStream_t stream) {
-  /* Pairs ≤ Σ_e ceil(n_e / 2) ≤ (max_tiles + E_local) / 2, and never more than the tiles. */
-  const int64_t half = (static_cast<int64_t>(a.max_tiles) + a.E_local + 1) / 2;
-  const int64_t pairs_max = half < a.max_tiles ? half : a.max_tiles;
-  const int64_t items = pairs_max * (a.I / kBN);
+  const int64_t items = max_pairs(a.max_tiles, a.E_local) * (a.I / kBN);
   const int64_t ctas_max = a.max_ctas / FP8MOE_GEMM1_CTAS_PER_SM;
   gemm1_wgmma128_kernel<SCALE, F32>
       <<<dim3(static_cast<unsigned>(items < ctas_max ? items : ctas_max)), kThreads, kPairSmemBytes, stream>>>(a, mw);

@@ -212,12 +212,7 @@ extern "C" int fp8moe_launch_gemm2_sm90(const fp8moe_gemm2_args* a, cudaStream_t
   if (a->max_tiles == 0) return cudaSuccess;
   if (!fp8moe_sm90_order_ok(a->item_order, a->item_group, a->max_tiles, a->H / kGemm2Cols)) return cudaErrorInvalidValue;
   CUtensorMap ma, mw;
-  const uint64_t rows = static_cast<uint64_t>(a->max_tiles) * kBM;
-  const uint64_t da[2] = {static_cast<uint64_t>(a->I), rows}, sa[1] = {static_cast<uint64_t>(a->I)};
-  const uint64_t dw[3] = {static_cast<uint64_t>(a->I), static_cast<uint64_t>(a->H), static_cast<uint64_t>(a->E_local)};
-  const uint64_t sw[2] = {static_cast<uint64_t>(a->w_stride_n), static_cast<uint64_t>(a->w_stride_e)};
-  int e = fp8moe_sm90_encode(a->tma_encode, &ma, a->a2q, 2, da, sa, kBK, kBM);
-  if (e == 0) e = fp8moe_sm90_encode(a->tma_encode, &mw, a->w, 3, dw, sw, kBK, kBN);
+  const int e = fp8moe_sm90_encode_gemm2(a, &ma, &mw);
   if (e != 0) return e;
   switch (a->scale_mode) {
     case FP8MOE_SCALE_BLOCK:

@@ -20,12 +20,23 @@ extern "C" int fp8moe_sm90_encode(void* encode_fn, CUtensorMap* map, const void*
   return r == CUDA_SUCCESS ? 0 : static_cast<int>(cudaErrorInvalidValue);
 }
 
+extern "C" int fp8moe_sm90_encode_gemm2(const fp8moe_gemm2_args* a, CUtensorMap* map_a, CUtensorMap* map_w) {
+  using namespace fp8moe::sm90;
+  const uint64_t rows = static_cast<uint64_t>(a->max_tiles) * kBM;
+  const uint64_t da[2] = {static_cast<uint64_t>(a->I), rows}, sa[1] = {static_cast<uint64_t>(a->I)};
+  const uint64_t dw[3] = {static_cast<uint64_t>(a->I), static_cast<uint64_t>(a->H), static_cast<uint64_t>(a->E_local)};
+  const uint64_t sw[2] = {static_cast<uint64_t>(a->w_stride_n), static_cast<uint64_t>(a->w_stride_e)};
+  const int e = fp8moe_sm90_encode(a->tma_encode, map_a, a->a2q, 2, da, sa, kBK, kBM);
+  return e != 0 ? e : fp8moe_sm90_encode(a->tma_encode, map_w, a->w, 3, dw, sw, kBK, kBN);
+}
+
 extern "C" int fp8moe_prepare_gemm_sm90(void** tma_encode) {
   *tma_encode = nullptr;
   int e = fp8moe_prepare_gemm1_sm90_smem();
   if (e == 0) e = fp8moe_prepare_gemm2_sm90_smem();
   if (e == 0) e = fp8moe_prepare_gemm1_sm90_pairs_smem();
-  if (e != 0) { /* a device that refuses ~215 KiB of shared memory per block (the 128-row GEMM1) keeps the mma.sync
+  if (e == 0) e = fp8moe_prepare_gemm2_sm90_pairs_smem();
+  if (e != 0) { /* a device that refuses ~215 KiB of shared memory per block (the 128-row GEMMs) keeps the mma.sync
                  * rows; every compute capability 9.0 part allows 227 KB */
     (void)cudaGetLastError();
     return 0;

@@ -31,10 +31,15 @@ extern "C" {
 int fp8moe_prepare_gemm1_sm90_smem(void);
 int fp8moe_prepare_gemm2_sm90_smem(void);
 int fp8moe_prepare_gemm1_sm90_pairs_smem(void); /* gemm1_wgmma128_sm90.cu */
+int fp8moe_prepare_gemm2_sm90_pairs_smem(void); /* gemm2_wgmma128_sm90.cu */
 /* Host: a tiled e4m3 tensor map with the 128-byte swizzle: dims[0] = K (bytes, contiguous), box
  * box0 × box1 (× 1). rank 2 or 3; strides in bytes for dims 1.. */
 int fp8moe_sm90_encode(void* encode_fn, CUtensorMap* map, const void* base, int rank, const uint64_t* dims,
                        const uint64_t* strides, uint32_t box0, uint32_t box1);
+/* Host: GEMM2's two tensor maps (tma_sm90.cu), shared by its 64-row and 128-row kernels: a2q as a 2-D map of
+ * max_tiles · 64 rows × I bytes with 64-row boxes (a 128-row item loads two), W2 as [E_local, H, I] with
+ * 128 × 128 boxes. 0 or a cudaError_t. */
+int fp8moe_sm90_encode_gemm2(const fp8moe_gemm2_args* a, CUtensorMap* map_a, CUtensorMap* map_w);
 }
 
 namespace fp8moe {
@@ -144,12 +149,15 @@ __device__ __forceinline__ void mbar_wait_cluster(uint64_t* b, uint32_t parity) 
 /* Generic-proxy writes (cp.async) made visible to the async proxy (wgmma reads). */
 __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 
-__device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, uint64_t* bar, int32_t c0, int32_t c1) {
+__device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap* map, uint32_t bar, int32_t c0, int32_t c1) {
   asm volatile(
       "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];\n" ::"r"(
-          saddr(dst)),
-      "l"(reinterpret_cast<uint64_t>(map)), "r"(saddr(bar)), "r"(c0), "r"(c1)
+          dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(bar), "r"(c0), "r"(c1)
       : "memory");
+}
+__device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, uint64_t* bar, int32_t c0, int32_t c1) {
+  tma_load_2d(saddr(dst), map, saddr(bar), c0, c1);
 }
 __device__ __forceinline__ void tma_load_3d(uint32_t dst, const CUtensorMap* map, uint32_t bar, int32_t c0, int32_t c1,
                                             int32_t c2) {
@@ -266,6 +274,12 @@ __device__ __forceinline__ void wgmma_e4m3(float (&d)[8], uint64_t desc_a, uint6
 template <bool F32>
 __device__ __forceinline__ float scale_at(const fp8moe_kref& r, int64_t i0, int64_t i1, int64_t i2) {
   const int64_t off = i0 * r.s[0] + i1 * r.s[1] + i2 * r.s[2];
+  return F32 ? __ldg(static_cast<const float*>(r.data) + off) : load_f32(r.data, r.dt, off);
+}
+
+/* scale_at at a precomputed element offset (the 128-row GEMM2 keeps offsets, not indices, across its loop). */
+template <bool F32>
+__device__ __forceinline__ float scale_off(const fp8moe_kref& r, int64_t off) {
   return F32 ? __ldg(static_cast<const float*>(r.data) + off) : load_f32(r.data, r.dt, off);
 }
 

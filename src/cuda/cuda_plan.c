@@ -55,6 +55,12 @@ static const fp8moe_plan_row k_rows[] = {
      "Hopper, ≥32 rows/expert: wgmma 128×(128 gate + 128 up) on pairs of 64-row tiles"},
     {FP8MOE_GEMM1, 90, 90, FP8MOE_M_LARGE, FP8MOE_GEMM_WGMMA_SM90, 64, 4, TMA_W13 | TMA_ENC | ON1,
      "Hopper, ≥32 rows/expert: wgmma 64×(128 gate + 128 up), TMA weights, cp.async row gather"},
+    /* The 128-row GEMM2 (docs/GPU.md "128-row GEMM2 items"): the GEMM1 pairs' arithmetic for W2, 48 KB per
+     * 1,024 tensor-core cycles instead of 40 KB per 512. Opt-in ("i") until measured on an H200; the pair
+     * list's bounds are PAIR_TILES (its e4m3-row-stride part is GEMM1's, harmless here). */
+    {FP8MOE_GEMM2, 90, 90, FP8MOE_M_LARGE, FP8MOE_GEMM_WGMMA128_SM90, 64, 4,
+     TMA_W2 | H256 | TMA_ENC | ON2 | FP8MOE_PLAN_NEEDS_GEMM2_PAIRS | FP8MOE_PLAN_NEEDS_PAIR_TILES,
+     "Hopper, ≥32 rows/expert, opt-in: wgmma 128×256 on pairs of 64-row tiles"},
     {FP8MOE_GEMM2, 90, 90, FP8MOE_M_LARGE, FP8MOE_GEMM_WGMMA_SM90, 64, 4, TMA_W2 | H256 | TMA_ENC | ON2,
      "Hopper, ≥32 rows/expert: wgmma 64×256, TMA activations and weights"},
     {FP8MOE_GEMM1, 89, 999, FP8MOE_M_LARGE, FP8MOE_GEMM_MMA_SYNC, 64, 4, 0,
@@ -138,6 +144,7 @@ uint32_t fp8moe_cuda_plan_context_offers(int have_tma_encoder, int have_decode_g
   if (have_stream_grid && !stream_off) o |= FP8MOE_PLAN_NEEDS_STREAM;
   if (have_stream_grid && (off == NULL || strchr(off, 'j') == NULL)) o |= FP8MOE_PLAN_NEEDS_STREAM_SMALL;
   if (off == NULL || strchr(off, 'v') == NULL) o |= FP8MOE_PLAN_NEEDS_GEMM1_PAIRS;
+  if (off != NULL && strchr(off, 'i') != NULL) o |= FP8MOE_PLAN_NEEDS_GEMM2_PAIRS;
   return o;
 }
 

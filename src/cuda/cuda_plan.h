@@ -18,8 +18,8 @@ typedef enum fp8moe_gemm_kernel {
   FP8MOE_GEMM_DECODE = 2,     /* swap-AB weight streaming into mma.sync fragments, clusters (gemm_decode.cu) */
   FP8MOE_GEMM_STREAM_SM90 = 3, /* swap-AB TMA weight streaming into wgmma, stream-K over a persistent grid,
                                   sm_90a only (gemm_stream_sm90.cu) */
-  FP8MOE_GEMM_WGMMA128_SM90 = 4 /* GEMM1 only: the wgmma kernel on 128-row items, pairs of 64-row tiles of one
-                                   expert sharing each W13 stage (gemm1_wgmma128_sm90.cu) */
+  FP8MOE_GEMM_WGMMA128_SM90 = 4 /* the wgmma kernels on 128-row items, pairs of 64-row tiles of one expert
+                                   sharing each weight stage (gemm{1,2}_wgmma128_sm90.cu) */
 } fp8moe_gemm_kernel;
 
 /* M regimes by the average routed rows per expert T·K/E: at most one half is TINY (most experts get no row,
@@ -53,6 +53,7 @@ typedef enum fp8moe_m_regime {
 #define FP8MOE_PLAN_NEEDS_PAIR_TILES 2048u /* the 64-row layout's max_tiles ≤ FP8MOE_GEMM1_PAIR_MAX_TILES and E_local ≤
                                              FP8MOE_GEMM1_PAIR_MAX_EXPERTS (the 128-row GEMM1's shared-memory pair
                                              list), and e4m3 hidden rows at most 2^32 − 1 bytes apart */
+#define FP8MOE_PLAN_NEEDS_GEMM2_PAIRS 4096u /* the 128-row GEMM2, opt-in: FP8MOE_CUDA_GEMM_FALLBACK names "i" */
 
 /* Context-level offers, decided once at context creation: TMA_ENC when the encoder was found, DECODE_GRIDS
  * when the decode GEMMs' grids fit, STREAM when the stream GEMMs' grid fits, and SM90_GEMM1/2
@@ -60,7 +61,8 @@ typedef enum fp8moe_m_regime {
  * "2", "d" for the register-path decode pair, "k" for the stream pair, or any mix: those rows give way to the
  * next ones; a diagnostic and A/B switch, read only here); STREAM_SMALL when the
  * stream grid fits, unless it names "j"; GEMM1_PAIRS unless it names "v" (the 128-row GEMM1; "1" still
- * switches every sm90 GEMM1 off). Both were opt-in letters until measured on an H200 (2026-12-03). */
+ * switches every sm90 GEMM1 off). Both were opt-in letters until measured on an H200 (2026-12-03). GEMM2_PAIRS
+ * only where it names "i" (the 128-row GEMM2, opt-in until measured; "2" still switches every sm90 GEMM2 off). */
 uint32_t fp8moe_cuda_plan_context_offers(int have_tma_encoder, int have_decode_grids, int have_stream_grid);
 
 /* Whether some stream row can match (cc, regime of p): the workspace then holds the stream GEMMs' partial
@@ -102,7 +104,7 @@ const fp8moe_sm90_group_rule* fp8moe_cuda_plan_sm90_group_rule(void);
 /* Tiles per group for a GEMM reducing over k_bytes (≥ 1); always even, within [min_group, max_group]. */
 int32_t fp8moe_cuda_plan_sm90_group(int64_t k_bytes);
 
-/* The 128-row GEMM1's group in pairs of 64-row tiles: half the tiles per group, so a group holds the same A
+/* The 128-row GEMMs' group in pairs of 64-row tiles: half the tiles per group, so a group holds the same A
  * rows (≥ 4 pairs). */
 int32_t fp8moe_cuda_plan_sm90_pair_group(int64_t k_bytes);
 

@@ -345,6 +345,10 @@ static int32_t experts(const fp8moe_cuda_impl* impl, const fp8moe_problem* p, co
     return check(fp8moe_launch_gemm2_stream(&g2, s), "GEMM2", err);
   }
   if (decode) return check(fp8moe_launch_gemm2_decode(&g2, g->sorted_slots, s), "GEMM2", err);
+  if (k2->kernel == FP8MOE_GEMM_WGMMA128_SM90) {
+    g2.item_group = fp8moe_cuda_plan_sm90_pair_group(p->I); /* the grouped order walks pairs of tiles */
+    return check(fp8moe_launch_gemm2_sm90_pairs(&g2, s), "GEMM2", err);
+  }
   return check(k2->kernel == FP8MOE_GEMM_WGMMA_SM90 ? fp8moe_launch_gemm2_sm90(&g2, s) : fp8moe_launch_gemm2(&g2, s),
                "GEMM2", err);
 }

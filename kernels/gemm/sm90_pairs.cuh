@@ -1,0 +1,241 @@
+/* sm90_pairs.cuh — what the two 128-row wgmma GEMMs (gemm1_wgmma128_sm90.cu, gemm2_wgmma128_sm90.cu) share:
+ * work items on *pairs* of consecutive 64-row tiles of one expert (the layout keeps tile_m = 64), the pair
+ * list each CTA builds in shared memory from the device's num_tiles and tile_expert (graph-capturable, no
+ * extra launch), the shared-memory layout of their 4-stage ring (per stage two 8 KB A tiles, rows 0..63 and
+ * 64..127 of the pair, and two 16 KB B boxes that both consumer warpgroups read), and the consumer main loop:
+ * warpgroup w multiplies A tile w by B box 0, promotes, then by B box 1, promotes, per 128-K stage.
+ * docs/GPU.md "128-row GEMM1 items" and "128-row GEMM2 items" have the arithmetic. */
+#ifndef FP8MOE_KERNELS_SM90_PAIRS_CUH
+#define FP8MOE_KERNELS_SM90_PAIRS_CUH
+
+#include <stddef.h>
+
+#include "wgmma_sm90.cuh"
+
+namespace fp8moe {
+namespace sm90 {
+
+struct PairStage {
+  uint8_t a[2][kATileBytes]; /* rows 0..63 and 64..127 of the pair, 128-byte swizzle */
+  uint8_t b[2][kBTileBytes]; /* GEMM1: gate rows, up rows; GEMM2: output columns n0.., n0 + 128.. */
+};
+static_assert(sizeof(PairStage) % 1024 == 0, "tiles stay 1024-byte aligned for the 128-byte swizzle");
+
+constexpr int kPairWarps = kConsumers / 32; /* the warps that build the pair list */
+static_assert(FP8MOE_GEMM1_PAIR_MAX_TILES <= FP8MOE_SM90_PAIR_TWO, "tile numbers fit below the pair entry's flag bit");
+
+struct PairSmem {
+  PairStage st[kStages];
+  uint64_t full[kStages];
+  uint64_t empty[kStages];
+  float row_scale[kStages][2 * kBM];          /* GEMM1, BLOCK: each stage's 128 activation row scales (0: padding) */
+  float w_scale[kStages][4];                  /* GEMM1, BLOCK: each stage's gate and up weight-block scales */
+  int32_t num_pairs;                          /* the pair list's length */
+  int32_t warp_count[kPairWarps];             /* the pair list's compaction, per warp */
+  uint16_t pair_first[FP8MOE_GEMM1_PAIR_MAX_TILES]; /* first tile | kPairTwo */
+  int16_t first_tile[FP8MOE_GEMM1_PAIR_MAX_EXPERTS]; /* first tile of each expert that has one */
+};
+constexpr size_t kPairSmemBytes = sizeof(PairSmem) + 1024; /* + slack to align the dynamic buffer to 1024 */
+static_assert(kPairSmemBytes <= 227u * 1024u, "within Hopper's 227 KB of dynamic shared memory per block");
+
+/* Host: the most pairs of a layout of max_tiles tiles over E_local experts, Σ_e ceil(n_e / 2) ≤
+ * (max_tiles + E_local) / 2 and never more than the tiles: the launchers size their grids by it. */
+inline int64_t max_pairs(int64_t max_tiles, int64_t e_local) {
+  const int64_t half = (max_tiles + e_local + 1) / 2;
+  return half < max_tiles ? half : max_tiles;
+}
+
+#if FP8MOE_SM90A
+constexpr uint32_t kPairTwo = FP8MOE_SM90_PAIR_TWO; /* pair_first bit: the pair has a second tile */
+
+__device__ __forceinline__ PairSmem& pair_smem_of(uint8_t* raw) {
+  return *reinterpret_cast<PairSmem*>((reinterpret_cast<uintptr_t>(raw) + 1023) & ~static_cast<uintptr_t>(1023));
+}
+
+/* The layout's parts as 32-bit shared-memory addresses: the main loops keep one register for the layout
+ * instead of 64-bit generic pointers (the consumers' 192 accumulator registers leave ~40 of their 232, the
+ * producers have 40 in all). */
+struct PairAddr {
+  uint32_t base; /* the 1024-aligned PairSmem */
+  __device__ __forceinline__ uint32_t a(uint32_t s, int half) const {
+    return base + s * static_cast<uint32_t>(sizeof(PairStage)) + static_cast<uint32_t>(half * kATileBytes);
+  }
+  __device__ __forceinline__ uint32_t b(uint32_t s, int k) const {
+    return base + s * static_cast<uint32_t>(sizeof(PairStage)) +
+           static_cast<uint32_t>(offsetof(PairStage, b) + k * kBTileBytes);
+  }
+  __device__ __forceinline__ uint32_t full(uint32_t s) const {
+    return base + static_cast<uint32_t>(offsetof(PairSmem, full)) + 8u * s;
+  }
+  __device__ __forceinline__ uint32_t empty(uint32_t s) const {
+    return base + static_cast<uint32_t>(offsetof(PairSmem, empty)) + 8u * s;
+  }
+  __device__ __forceinline__ uint32_t row_scale(uint32_t s, int row) const {
+    return base + static_cast<uint32_t>(offsetof(PairSmem, row_scale)) + 4u * (s * 2u * kBM + static_cast<uint32_t>(row));
+  }
+  __device__ __forceinline__ uint32_t w_scale(uint32_t s, int k) const {
+    return base + static_cast<uint32_t>(offsetof(PairSmem, w_scale)) + 4u * (s * 4u + static_cast<uint32_t>(k));
+  }
+  __device__ __forceinline__ uint32_t num_pairs() const {
+    return base + static_cast<uint32_t>(offsetof(PairSmem, num_pairs));
+  }
+  __device__ __forceinline__ uint32_t pair_first(int32_t pair) const { /* an entry, ld.shared.u16 */
+    uint16_t v;
+    asm volatile("ld.shared.u16 %0, [%1];\n"
+                 : "=h"(v)
+                 : "r"(base + static_cast<uint32_t>(offsetof(PairSmem, pair_first)) + 2u * static_cast<uint32_t>(pair))
+                 : "memory");
+    return v;
+  }
+};
+
+__device__ __forceinline__ PairAddr pair_addr_of(uint8_t* raw) { return PairAddr{(saddr(raw) + 1023u) & ~1023u}; }
+
+__device__ __forceinline__ float ld_shared_f32(uint32_t addr) {
+  float v;
+  asm volatile("ld.shared.f32 %0, [%1];\n" : "=f"(v) : "r"(addr) : "memory");
+  return v;
+}
+__device__ __forceinline__ int32_t ld_shared_s32(uint32_t addr) {
+  int32_t v;
+  asm volatile("ld.shared.s32 %0, [%1];\n" : "=r"(v) : "r"(addr) : "memory");
+  return v;
+}
+__device__ __forceinline__ void st_shared_f32(uint32_t addr, float v) {
+  asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(addr), "f"(v) : "memory");
+}
+
+/* Barrier setup by thread 0 (the caller's CTA barrier publishes it): full counts full_count arrivals (the
+ * TMA issuer's expect_tx, plus any gathering producer threads), empty one per consumer thread. */
+__device__ __forceinline__ void init_pair_barriers(uint8_t* raw, uint32_t full_count) {
+  if (threadIdx.x == 0) {
+    PairSmem& sm = pair_smem_of(raw);
+    for (int s = 0; s < kStages; ++s) {
+      mbar_init(&sm.full[s], full_count);
+      mbar_init(&sm.empty[s], kConsumers);
+    }
+    mbar_init_fence();
+  }
+}
+
+/* The 256 consumer threads (after setmaxnreg, so this runs in their registers; ptxas budgets code before the
+ * warpgroups' split at the producers' 40): the pair list of the first `tiles` tiles into sm.pair_first, in
+ * tile order, and its length into sm.num_pairs. tile_expert is non-decreasing (permute.cu: experts in order,
+ * each padded to whole tiles), so tile t starts a pair when t − (its expert's first tile) is even. The
+ * caller's CTA barrier then publishes the list to the producer. */
+__device__ __forceinline__ void build_pairs(PairSmem& sm, const int32_t* tile_expert, int32_t tiles) {
+  const int ct = static_cast<int>(threadIdx.x) - 128, warp = ct / 32, lane = ct % 32;
+  for (int32_t t = ct; t < tiles; t += kConsumers) {
+    const int32_t e = tile_expert[t];
+    if (t == 0 || tile_expert[t - 1] != e) sm.first_tile[e] = static_cast<int16_t>(t);
+  }
+  consumer_sync();
+  int32_t base = 0;
+#pragma unroll 1
+  for (int32_t c0 = 0; c0 < tiles; c0 += kConsumers) {
+    const int32_t t = c0 + ct;
+    bool start = false;
+    uint32_t word = 0;
+    if (t < tiles) start = fp8moe_sm90_pair_start(tile_expert, tiles, t, sm.first_tile[tile_expert[t]], &word) != 0;
+    const uint32_t m = __ballot_sync(0xffffffffu, start);
+    if (lane == 0) sm.warp_count[warp] = __popc(m);
+    consumer_sync();
+    int32_t off = base, total = 0;
+#pragma unroll
+    for (int w = 0; w < kPairWarps; ++w) {
+      const int32_t n = sm.warp_count[w];
+      off += w < warp ? n : 0;
+      total += n;
+    }
+    if (start) sm.pair_first[off + __popc(m & ((1u << lane) - 1u))] = static_cast<uint16_t>(word);
+    base += total;
+    consumer_sync(); /* warp_count is rewritten next round */
+  }
+  if (ct == 0) sm.num_pairs = base;
+}
+
+/* One item's pair: its first tile and whether it has a second (entry `pair` of the list). */
+struct Pair {
+  int32_t tile0;
+  bool two;
+};
+__device__ __forceinline__ Pair pair_of(PairAddr sm, int32_t pair) {
+  const uint32_t pf = sm.pair_first(pair);
+  return {static_cast<int32_t>(pf & (kPairTwo - 1u)), (pf & kPairTwo) != 0};
+}
+
+/* Consumer warpgroup wg, one item: per stage the 4 wgmmas of A tile wg by B box 0 into p, wait, promote into
+ * acc0, then the 4 by B box 1 into p, wait, release the stage, promote into acc1. Each promotion is
+ * consume()'s (wgmma_sm90.cuh): BLOCK acc += (p·s_row)·s_w with the thread's row scales c0 (row r0), c1
+ * (r0 + 8) and the box's weight-block scale cw0 / cw1, otherwise acc += p; stages in order, so the sums are
+ * the 64-row kernels' bit for bit (the same wgmmas on the same 64-row A tile and 128-row B box, the same
+ * promotion per element). scales(s, kb, c0, c1, cw0, cw1) fetches the block scales: after the stage's full
+ * wait when STAGED (the producer put them in the stage, GEMM1), before it otherwise (global loads whose
+ * latency the wait and the wgmmas hide, GEMM2). No wgmma group is in flight at any control-flow merge (each
+ * product waits for its own), so ptxas keeps the wgmmas async. The other consumer warpgroup runs its own
+ * products meanwhile: one's promotion overlaps the other's wgmmas. */
+template <bool BLOCK, bool STAGED, class Scales>
+__device__ __forceinline__ void consume_pair(PairAddr sm, int wg, int kblocks, uint32_t& it, float (&acc0)[64],
+                                             float (&acc1)[64], Scales scales) {
+  float p[64];
+#pragma unroll
+  for (int i = 0; i < 64; ++i) acc0[i] = acc1[i] = 0.0f;
+  auto promote = [&](float (&acc)[64], float c0, float c1, float cw) {
+    if (BLOCK) {
+#pragma unroll
+      for (int i = 0; i < 64; ++i) acc[i] += p[i] * (acc_half(i) ? c1 : c0) * cw;
+    } else {
+#pragma unroll
+      for (int i = 0; i < 64; ++i) acc[i] += p[i];
+    }
+  };
+#pragma unroll 1
+  for (int kb = 0; kb < kblocks; ++kb) {
+    const uint32_t pos = it + static_cast<uint32_t>(kb);
+    const uint32_t s = pos % kStages;
+    float c0 = 0.0f, c1 = 0.0f, cw0 = 0.0f, cw1 = 0.0f;
+    if (BLOCK && !STAGED) scales(s, kb, c0, c1, cw0, cw1);
+    mbar_wait(sm.full(s), (pos / kStages) & 1u);
+    const uint64_t da = desc_sw128(sm.a(s, wg));
+    const uint64_t db0 = desc_sw128(sm.b(s, 0)), db1 = desc_sw128(sm.b(s, 1));
+    if (BLOCK && STAGED) scales(s, kb, c0, c1, cw0, cw1);
+    wgmma_fence();
+    fence_regs(p);
+#pragma unroll
+    for (int kk = 0; kk < kBK / 32; ++kk) wgmma_m64n128k32(p, da + 2 * kk, db0 + 2 * kk, kk > 0);
+    wgmma_commit();
+    wgmma_wait<0>();
+    fence_regs(p);
+    promote(acc0, c0, c1, cw0);
+    wgmma_fence(); /* p was read by the promotion: order those reads before the next wgmmas overwrite it */
+    fence_regs(p);
+#pragma unroll
+    for (int kk = 0; kk < kBK / 32; ++kk) wgmma_m64n128k32(p, da + 2 * kk, db1 + 2 * kk, kk > 0);
+    wgmma_commit();
+    wgmma_wait<0>();
+    fence_regs(p);
+    mbar_arrive(sm.empty(s)); /* both products of this warpgroup are done with the stage */
+    promote(acc1, c0, c1, cw1);
+  }
+  it += static_cast<uint32_t>(kblocks);
+}
+
+/* The second consumer warpgroup of a single pair (no second tile): nothing to compute, but it passes every
+ * stage (waits for it to land, so its arrival counts toward this use of the stage, then releases it), keeping
+ * the empty barrier's 256 arrivals per phase exact. */
+__device__ __forceinline__ void pass_stages(PairAddr sm, int kblocks, uint32_t& it) {
+#pragma unroll 1
+  for (int kb = 0; kb < kblocks; ++kb) {
+    const uint32_t pos = it + static_cast<uint32_t>(kb);
+    const uint32_t s = pos % kStages;
+    mbar_wait(sm.full(s), (pos / kStages) & 1u);
+    mbar_arrive(sm.empty(s));
+  }
+  it += static_cast<uint32_t>(kblocks);
+}
+#endif /* FP8MOE_SM90A */
+
+}  // namespace sm90
+}  // namespace fp8moe
+
+#endif /* FP8MOE_KERNELS_SM90_PAIRS_CUH */
