@@ -142,15 +142,16 @@ __global__ void __launch_bounds__(kThreads, 1)
   init_pair_barriers(smem_raw, 1 + 128); /* the TMA issuer's expect_tx + every gathering producer thread */
   /* Nothing is computed before the split: ptxas budgets code before setmaxnreg.dec at the producers' 40
    * registers, and values live across it were spilled. */
+  __syncthreads(); /* the barriers are initialized */
   if (threadIdx.x < 128) {
     setmaxnreg_dec<kProducerRegs>();
-    __syncthreads(); /* the consumers built the pair list; the barriers are initialized */
+    wait_pairs(pair_addr_of(smem_raw)); /* the consumers built the pair list */
     produce_pairs<SCALE == FP8MOE_SCALE_BLOCK, F32>(a, map_w, pair_addr_of(smem_raw), a.H / kBK);
     return;
   }
   setmaxnreg_inc<kConsumerRegs>();
   build_pairs(pair_smem_of(smem_raw), a.tile_expert, *a.num_tiles);
-  __syncthreads(); /* publishes the list (and num_pairs) to the producer warpgroup */
+  publish_pairs(pair_smem_of(smem_raw));
   const PairAddr sp = pair_addr_of(smem_raw);
   const int kblocks = a.H / kBK;
   const int wg = (static_cast<int>(threadIdx.x) - 128) / 128;

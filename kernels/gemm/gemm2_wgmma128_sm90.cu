@@ -63,15 +63,18 @@ __global__ void __launch_bounds__(kThreads, 1)
   init_pair_barriers(smem_raw, 1); /* full: the TMA issuer's expect_tx */
   /* Nothing is computed before the split (gemm1_wgmma128_sm90.cu: ptxas budgets code before setmaxnreg.dec
    * at the producers' 40 registers). */
+  __syncthreads(); /* the barriers are initialized */
   if (threadIdx.x < 128) {
     setmaxnreg_dec<kProducerRegs>();
-    __syncthreads(); /* the consumers built the pair list; the barriers are initialized */
-    if (threadIdx.x == 0) produce(a, map_a, map_w, pair_addr_of(smem_raw), a.I / kBK);
+    if (threadIdx.x == 0) {
+      wait_pairs(pair_addr_of(smem_raw)); /* the consumers built the pair list */
+      produce(a, map_a, map_w, pair_addr_of(smem_raw), a.I / kBK);
+    }
     return;
   }
   setmaxnreg_inc<kConsumerRegs>();
   build_pairs(pair_smem_of(smem_raw), a.tile_expert, *a.num_tiles);
-  __syncthreads(); /* publishes the list (and num_pairs) to the producer warpgroup */
+  publish_pairs(pair_smem_of(smem_raw));
   const PairAddr sp = pair_addr_of(smem_raw);
   const int kblocks = a.I / kBK;
   uint32_t it = 0;

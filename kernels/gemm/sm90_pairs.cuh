@@ -28,6 +28,7 @@ struct PairSmem {
   PairStage st[kStages];
   uint64_t full[kStages];
   uint64_t empty[kStages];
+  uint64_t list_ready; /* one arrival (publish_pairs): the pair list and num_pairs are written */
   float row_scale[kStages][2 * kBM];          /* GEMM1, BLOCK: each stage's 128 activation row scales (0: padding) */
   float w_scale[kStages][4];                  /* GEMM1, BLOCK: each stage's gate and up weight-block scales */
   int32_t num_pairs;                          /* the pair list's length */
@@ -76,6 +77,9 @@ struct PairAddr {
   __device__ __forceinline__ uint32_t w_scale(uint32_t s, int k) const {
     return base + static_cast<uint32_t>(offsetof(PairSmem, w_scale)) + 4u * (s * 4u + static_cast<uint32_t>(k));
   }
+  __device__ __forceinline__ uint32_t list_ready() const {
+    return base + static_cast<uint32_t>(offsetof(PairSmem, list_ready));
+  }
   __device__ __forceinline__ uint32_t num_pairs() const {
     return base + static_cast<uint32_t>(offsetof(PairSmem, num_pairs));
   }
@@ -105,8 +109,9 @@ __device__ __forceinline__ void st_shared_f32(uint32_t addr, float v) {
   asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(addr), "f"(v) : "memory");
 }
 
-/* Barrier setup by thread 0 (the caller's CTA barrier publishes it): full counts full_count arrivals (the
- * TMA issuer's expect_tx, plus any gathering producer threads), empty one per consumer thread. */
+/* Barrier setup by thread 0 (the caller's CTA barrier, before the warpgroups split, publishes it): full counts
+ * full_count arrivals (the TMA issuer's expect_tx, plus any gathering producer threads), empty one per
+ * consumer thread, list_ready one (publish_pairs). */
 __device__ __forceinline__ void init_pair_barriers(uint8_t* raw, uint32_t full_count) {
   if (threadIdx.x == 0) {
     PairSmem& sm = pair_smem_of(raw);
@@ -114,6 +119,7 @@ __device__ __forceinline__ void init_pair_barriers(uint8_t* raw, uint32_t full_c
       mbar_init(&sm.full[s], full_count);
       mbar_init(&sm.empty[s], kConsumers);
     }
+    mbar_init(&sm.list_ready, 1);
     mbar_init_fence();
   }
 }
@@ -122,7 +128,7 @@ __device__ __forceinline__ void init_pair_barriers(uint8_t* raw, uint32_t full_c
  * warpgroups' split at the producers' 40): the pair list of the first `tiles` tiles into sm.pair_first, in
  * tile order, and its length into sm.num_pairs. tile_expert is non-decreasing (permute.cu: experts in order,
  * each padded to whole tiles), so tile t starts a pair when t − (its expert's first tile) is even. The
- * caller's CTA barrier then publishes the list to the producer. */
+ * caller then publishes the list (publish_pairs). */
 __device__ __forceinline__ void build_pairs(PairSmem& sm, const int32_t* tile_expert, int32_t tiles) {
   const int ct = static_cast<int>(threadIdx.x) - 128, warp = ct / 32, lane = ct % 32;
   for (int32_t t = ct; t < tiles; t += kConsumers) {
@@ -153,6 +159,17 @@ __device__ __forceinline__ void build_pairs(PairSmem& sm, const int32_t* tile_ex
   }
   if (ct == 0) sm.num_pairs = base;
 }
+
+/* After build_pairs, by every consumer thread: the list to the other consumers (their barrier) and to the
+ * producer warpgroup through list_ready, which it waits for (wait_pairs). An mbarrier rather than a second
+ * __syncthreads: the two warpgroup roles would reach the CTA barrier at different instructions, which
+ * compute-sanitizer's racecheck does not pair (it reported the num_pairs store against the producer's read
+ * as a hazard, docs/GPU.md "128-row GEMM1 items"); arrive (release) and wait (acquire) it models. */
+__device__ __forceinline__ void publish_pairs(PairSmem& sm) {
+  consumer_sync();
+  if (threadIdx.x == 128u) mbar_arrive(&sm.list_ready); /* consumer 0, which stored num_pairs */
+}
+__device__ __forceinline__ void wait_pairs(PairAddr sm) { mbar_wait(sm.list_ready(), 0u); }
 
 /* One item's pair: its first tile and whether it has a second (entry `pair` of the list). */
 struct Pair {
