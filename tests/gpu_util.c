@@ -181,9 +181,13 @@ int outputs_compare(const run_outputs* gpu, const run_outputs* cpu, const int64_
                     const char* label, compare_result* r) {
   memset(r, 0, sizeof *r);
   double d2 = 0.0, c2 = 0.0;
+  /* The row that adds most to the error, reported on failure: a whole token wrong, or an error spread thin. */
+  double worst_d2 = -1.0, worst_c2 = 0.0;
+  int64_t worst_row = -1;
   const int64_t H = gpu->H, K = gpu->K;
   for (int64_t i = 0; i < nrows; ++i) {
     const int64_t gr = rows ? rows[i] : i;
+    const double d2_before = d2, c2_before = c2;
     for (int64_t h = 0; h < H; ++h) {
       const int64_t gi = gr * H + h, ci = i * H + h;
       if (gpu->poison[gi]) {
@@ -199,6 +203,11 @@ int outputs_compare(const run_outputs* gpu, const run_outputs* cpu, const int64_
       if (!isfinite(c)) continue;
       d2 += (g - c) * (g - c);
       c2 += c * c;
+    }
+    if (d2 - d2_before > worst_d2) {
+      worst_d2 = d2 - d2_before;
+      worst_c2 = c2 - c2_before;
+      worst_row = gr;
     }
     if (gpu->ids && cpu->ids)
       for (int64_t k = 0; k < K; ++k) {
@@ -222,6 +231,10 @@ int outputs_compare(const run_outputs* gpu, const run_outputs* cpu, const int64_
   if (!ok)
     fprintf(stderr, "  [%s] rel_err %.3e unwritten %lld nonfinite %lld ids %lld weights %lld\n", label, r->rel_err,
             (long long)r->unwritten, (long long)r->nonfinite_bad, (long long)r->ids_bad, (long long)r->weights_bad);
+  if (!ok && worst_row >= 0)
+    fprintf(stderr, "  [%s] worst row %lld: %.1f %% of the squared error, its own rel_err %.3e\n", label,
+            (long long)worst_row, d2 > 0.0 ? 100.0 * worst_d2 / d2 : 0.0,
+            worst_c2 > 0.0 ? sqrt(worst_d2 / worst_c2) : sqrt(worst_d2));
   return ok;
 }
 
