@@ -28,7 +28,7 @@ struct PairSmem {
   PairStage st[kStages];
   uint64_t full[kStages];
   uint64_t empty[kStages];
-  uint64_t list_ready; /* one arrival (publish_pairs): the pair list and num_pairs are written */
+  uint64_t list_ready; /* one arrival per consumer thread (publish_pairs): the pair list and num_pairs are written */
   float row_scale[kStages][2 * kBM];          /* GEMM1, BLOCK: each stage's 128 activation row scales (0: padding) */
   float w_scale[kStages][4];                  /* GEMM1, BLOCK: each stage's gate and up weight-block scales */
   int32_t num_pairs;                          /* the pair list's length */
@@ -111,7 +111,7 @@ __device__ __forceinline__ void st_shared_f32(uint32_t addr, float v) {
 
 /* Barrier setup by thread 0 (the caller's CTA barrier, before the warpgroups split, publishes it): full counts
  * full_count arrivals (the TMA issuer's expect_tx, plus any gathering producer threads), empty one per
- * consumer thread, list_ready one (publish_pairs). */
+ * consumer thread, list_ready one per consumer thread (publish_pairs). */
 __device__ __forceinline__ void init_pair_barriers(uint8_t* raw, uint32_t full_count) {
   if (threadIdx.x == 0) {
     PairSmem& sm = pair_smem_of(raw);
@@ -119,7 +119,7 @@ __device__ __forceinline__ void init_pair_barriers(uint8_t* raw, uint32_t full_c
       mbar_init(&sm.full[s], full_count);
       mbar_init(&sm.empty[s], kConsumers);
     }
-    mbar_init(&sm.list_ready, 1);
+    mbar_init(&sm.list_ready, kConsumers);
     mbar_init_fence();
   }
 }
@@ -161,13 +161,14 @@ __device__ __forceinline__ void build_pairs(PairSmem& sm, const int32_t* tile_ex
 }
 
 /* After build_pairs, by every consumer thread: the list to the other consumers (their barrier) and to the
- * producer warpgroup through list_ready, which it waits for (wait_pairs). An mbarrier rather than a second
- * __syncthreads: the two warpgroup roles would reach the CTA barrier at different instructions, which
- * compute-sanitizer's racecheck does not pair (it reported the num_pairs store against the producer's read
- * as a hazard, docs/GPU.md "128-row GEMM1 items"); arrive (release) and wait (acquire) it models. */
+ * producer warpgroup through list_ready, which it waits for (wait_pairs). Every consumer thread arrives
+ * (release) for its own stores: compute-sanitizer's racecheck pairs an arrive with the waits on it but does
+ * not carry other threads' stores through a named barrier to one arriving thread, nor two __syncthreads at
+ * different instructions (the two roles' CTA barriers before); both reported the list's stores against the
+ * producer's reads (docs/GPU.md "128-row GEMM1 items"). */
 __device__ __forceinline__ void publish_pairs(PairSmem& sm) {
   consumer_sync();
-  if (threadIdx.x == 128u) mbar_arrive(&sm.list_ready); /* consumer 0, which stored num_pairs */
+  mbar_arrive(&sm.list_ready);
 }
 __device__ __forceinline__ void wait_pairs(PairAddr sm) { mbar_wait(sm.list_ready(), 0u); }
 
