@@ -21,6 +21,7 @@
 #include "gemm/stream_split.h"
 #include "kernels_internal.h"
 #include "plugin_host.h"
+#include "stream_split_rules.h"
 
 /* A problem with natural-layout weights at an aligned (or misaligned) fake address; only sizes and views
  * matter to the plan. */
@@ -506,10 +507,9 @@ static void permute_rule(void) {
   unsetenv("FP8MOE_CUDA_GEMM_FALLBACK");
 }
 
-/* The stream GEMMs' stream-K split (kernels/gemm/stream_split.h) for many (units, kblocks, grid): the CTAs
- * taking part have non-empty contiguous ranges covering [0, W) once; cta_of inverts begin; each unit's
- * segments on CTAs first..last tile its blocks in CTA order; split units use each CTA's slot 0 / slot 1 at
- * most once and their counter (the first CTA) names one unit only. */
+/* The stream GEMMs' stream-K split (kernels/gemm/stream_split.h) for many (units, kblocks, grid): the CTA count
+ * is within the grid and the split keeps stream_split_rules.h's rules (cover, inverse, segments, slots,
+ * counters). */
 static void stream_split(void) {
   const int64_t units[] = {1, 2, 7, 128, 224, 1000};
   const int64_t kblocks[] = {1, 2, 3, 16, 56};
@@ -518,39 +518,9 @@ static void stream_split(void) {
   for (size_t a = 0; a < sizeof units / sizeof units[0]; ++a)
     for (size_t b = 0; b < sizeof kblocks / sizeof kblocks[0]; ++b)
       for (size_t c = 0; c < sizeof grids / sizeof grids[0]; ++c) {
-        const int64_t U = units[a], KB = kblocks[b], W = U * KB, G = fp8moe_split_ctas(grids[c], W);
+        const int64_t U = units[a], KB = kblocks[b], G = fp8moe_split_ctas(grids[c], U * KB);
         if (G < 1 || G > grids[c]) ++bad;
-        int slot_used[160][2];
-        int counter_unit[160];
-        memset(slot_used, 0, sizeof slot_used);
-        for (int i = 0; i < 160; ++i) counter_unit[i] = -1;
-        int64_t prev_end = 0;
-        for (int64_t cta = 0; cta < G; ++cta) {
-          const int64_t b0 = fp8moe_split_begin(cta, W, G), b1 = fp8moe_split_begin(cta + 1, W, G);
-          if (b0 != prev_end || b1 <= b0) ++bad; /* contiguous, non-empty */
-          prev_end = b1;
-          for (int64_t i = b0; i < b1; ++i)
-            if (fp8moe_split_cta_of(i, W, G) != cta) ++bad;
-        }
-        if (prev_end != W) ++bad;
-        for (int64_t u = 0; u < U; ++u) {
-          int32_t next = 0;
-          const fp8moe_split_segment s0 =
-              fp8moe_split_segment_of(u, KB, fp8moe_split_begin(0, W, G), fp8moe_split_begin(1, W, G), W, G);
-          for (int64_t cta = s0.first; cta <= s0.last; ++cta) {
-            const fp8moe_split_segment s = fp8moe_split_segment_of(
-                u, KB, fp8moe_split_begin(cta, W, G), fp8moe_split_begin(cta + 1, W, G), W, G);
-            if (s.kb0 != next || s.kb1 <= s.kb0 || s.first != s0.first || s.last != s0.last) ++bad;
-            next = s.kb1;
-            if (s.slot != fp8moe_split_slot_of(cta, s.first)) ++bad;
-            if (s.first != s.last && slot_used[cta][s.slot]++) ++bad; /* one unit per (CTA, slot) */
-          }
-          if (next != KB) ++bad;
-          if (s0.first != s0.last) {
-            if (counter_unit[s0.first] != -1) ++bad; /* one split unit per counter */
-            counter_unit[s0.first] = (int)u;
-          }
-        }
+        bad += stream_split_rules_bad(U, KB, G);
       }
   EXPECT(bad == 0, "stream-K split: %d inconsistencies", bad);
   /* deepseek-v3 T = 1 GEMM1 on 132 CTAs: 8 tiles × 16 groups × 56 blocks, 54 or 55 blocks per CTA. */
