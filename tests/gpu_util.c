@@ -188,6 +188,13 @@ int outputs_compare(const run_outputs* gpu, const run_outputs* cpu, const int64_
   for (int64_t i = 0; i < nrows; ++i) {
     const int64_t gr = rows ? rows[i] : i;
     const double d2_before = d2, c2_before = c2;
+    /* A row whose CPU output is partly non-finite keeps only a biased part finite (a FLT_MAX routing weight,
+     * from a +Inf logit, leaves just the slot's values below 1 in magnitude): its finite values are held to
+     * the row's largest one (max-norm, 1e-1) and kept out of the norm-relative error, where they would
+     * outweigh every other row (docs/GPU.md "Weight-streaming decode GEMMs"). */
+    int partial = 0;
+    for (int64_t h = 0; h < H && !partial; ++h) partial = !isfinite(cpu->out[i * H + h]);
+    double row_dmax = 0.0, row_cmax = 0.0;
     for (int64_t h = 0; h < H; ++h) {
       const int64_t gi = gr * H + h, ci = i * H + h;
       if (gpu->poison[gi]) {
@@ -201,8 +208,18 @@ int outputs_compare(const run_outputs* gpu, const run_outputs* cpu, const int64_
         continue;
       }
       if (!isfinite(c)) continue;
+      if (partial) {
+        row_dmax = fmax(row_dmax, fabs(g - c));
+        row_cmax = fmax(row_cmax, fabs(c));
+        continue;
+      }
       d2 += (g - c) * (g - c);
       c2 += c * c;
+    }
+    if (partial && row_dmax > 1e-1 * row_cmax) {
+      if (++r->partial_bad <= 3)
+        fprintf(stderr, "  [%s] row %lld (partly non-finite): max |gpu − cpu| %g against max |cpu| %g\n", label,
+                (long long)gr, row_dmax, row_cmax);
     }
     if (d2 - d2_before > worst_d2) {
       worst_d2 = d2 - d2_before;
@@ -227,7 +244,8 @@ int outputs_compare(const run_outputs* gpu, const run_outputs* cpu, const int64_
       }
   }
   r->rel_err = c2 > 0.0 ? sqrt(d2 / c2) : sqrt(d2);
-  int ok = r->rel_err <= 2e-2 && r->unwritten == 0 && r->nonfinite_bad == 0 && r->ids_bad == 0 && r->weights_bad == 0;
+  int ok = r->rel_err <= 2e-2 && r->unwritten == 0 && r->nonfinite_bad == 0 && r->partial_bad == 0 && r->ids_bad == 0 &&
+           r->weights_bad == 0;
   if (!ok)
     fprintf(stderr, "  [%s] rel_err %.3e unwritten %lld nonfinite %lld ids %lld weights %lld\n", label, r->rel_err,
             (long long)r->unwritten, (long long)r->nonfinite_bad, (long long)r->ids_bad, (long long)r->weights_bad);
