@@ -162,6 +162,25 @@ __device__ __forceinline__ TileRows tile_rows(const int32_t* sorted_slots, int64
   return t;
 }
 
+/* The consumers' walk over their range, the same for both GEMMs: unit u = tile (fastest) × UNIT_ROWS weight
+ * rows, its segment of blocks, the tile's rows and expert; unit(seg, it, e, row0, n0, tr) consumes one
+ * segment from ring position it on. */
+template <int UNIT_ROWS, class Unit>
+__device__ __forceinline__ void walk_units(const Range& rg, const int32_t* sorted_slots, const int32_t* tile_expert,
+                                           Unit unit) {
+  uint32_t it = 0;
+  for (int64_t i = rg.begin; i < rg.end;) {
+    const int64_t u = i / rg.kblocks;
+    const int tile = static_cast<int>(u % rg.tiles);
+    const int32_t n0 = static_cast<int32_t>(u / rg.tiles) * UNIT_ROWS;
+    const fp8moe_split_segment seg = fp8moe_split_segment_of(u, rg.kblocks, rg.begin, rg.end, rg.work, rg.ctas);
+    const int64_t row0 = static_cast<int64_t>(tile) * kRows;
+    const TileRows tr = tile_rows(sorted_slots, row0);
+    unit(seg, it, tile_expert[tile], row0, n0, tr);
+    i += seg.kb1 - seg.kb0;
+  }
+}
+
 /* ------------------------------------------------------------------------------------------ consumers */
 /* Blocks [kb0, kb1) of one unit from the ring (position `it` on): acc[m] is M block m (64 weight rows:
  * box m / 2, half m % 2). The block scales are read before the full barrier's wait, so their latency hides
@@ -498,19 +517,12 @@ __global__ void __launch_bounds__(kThreads, 1)
     produce1(a, map_w, sm, rg);
     return;
   }
-  uint32_t it = 0;
-  for (int64_t i = rg.begin; i < rg.end;) {
-    const int64_t u = i / rg.kblocks;
-    const int tile = static_cast<int>(u % rg.tiles);
-    const int32_t n0 = static_cast<int32_t>(u / rg.tiles) * kBox;
-    const fp8moe_split_segment seg = fp8moe_split_segment_of(u, rg.kblocks, rg.begin, rg.end, rg.work, rg.ctas);
-    const int64_t row0 = static_cast<int64_t>(tile) * kRows;
-    const TileRows tr = tile_rows(a.sorted_slots, row0);
-    const int32_t e = a.tile_expert[tile];
-    if (tr.real > 8) unit1<SCALE, 16>(a, sm, seg, it, e, row0, n0, tr);
-    else unit1<SCALE, 8>(a, sm, seg, it, e, row0, n0, tr);
-    i += seg.kb1 - seg.kb0;
-  }
+  walk_units<kBox>(rg, a.sorted_slots, a.tile_expert,
+                   [&](const fp8moe_split_segment& seg, uint32_t& it, int32_t e, int64_t row0, int32_t n0,
+                       const TileRows& tr) {
+                     if (tr.real > 8) unit1<SCALE, 16>(a, sm, seg, it, e, row0, n0, tr);
+                     else unit1<SCALE, 8>(a, sm, seg, it, e, row0, n0, tr);
+                   });
 #elif defined(__CUDA_ARCH__)
   (void)a;
   (void)map_w;
@@ -613,19 +625,12 @@ __global__ void __launch_bounds__(kThreads, 1)
   wait_prior(); /* a2q, its scales come from GEMM1 (or the row quantization); counters and partials are free */
   allow_next();
   const Range rg = range_of(*a.num_tiles, col_units, kblocks);
-  uint32_t it = 0;
-  for (int64_t i = rg.begin; i < rg.end;) {
-    const int64_t u = i / rg.kblocks;
-    const int tile = static_cast<int>(u % rg.tiles);
-    const int32_t n0 = static_cast<int32_t>(u / rg.tiles) * kUnitRows;
-    const fp8moe_split_segment seg = fp8moe_split_segment_of(u, rg.kblocks, rg.begin, rg.end, rg.work, rg.ctas);
-    const int64_t row0 = static_cast<int64_t>(tile) * kRows;
-    const TileRows tr = tile_rows(a.sorted_slots, row0);
-    const int32_t e = a.tile_expert[tile];
-    if (tr.real > 8) unit2<SCALE, 16>(a, sm, seg, it, e, row0, n0, tr);
-    else unit2<SCALE, 8>(a, sm, seg, it, e, row0, n0, tr);
-    i += seg.kb1 - seg.kb0;
-  }
+  walk_units<kUnitRows>(rg, a.sorted_slots, a.tile_expert,
+                        [&](const fp8moe_split_segment& seg, uint32_t& it, int32_t e, int64_t row0, int32_t n0,
+                            const TileRows& tr) {
+                          if (tr.real > 8) unit2<SCALE, 16>(a, sm, seg, it, e, row0, n0, tr);
+                          else unit2<SCALE, 8>(a, sm, seg, it, e, row0, n0, tr);
+                        });
 #elif defined(__CUDA_ARCH__)
   (void)a;
   (void)map_x;

@@ -184,7 +184,7 @@ __device__ __forceinline__ Pair pair_of(PairAddr sm, int32_t pair) {
 
 /* Consumer warpgroup wg, one item: per stage the 4 wgmmas of A tile wg by B box 0 into p, wait, promote into
  * acc0, then the 4 by B box 1 into p, wait, release the stage, promote into acc1. Each promotion is
- * consume()'s (wgmma_sm90.cuh): BLOCK acc += (p·s_row)·s_w with the thread's row scales c0 (row r0), c1
+ * promote_stage (wgmma_sm90.cuh), as in consume(): BLOCK acc += (p·s_row)·s_w with the thread's row scales c0 (row r0), c1
  * (r0 + 8) and the box's weight-block scale cw0 / cw1, otherwise acc += p; stages in order, so the sums are
  * the 64-row kernels' bit for bit (the same wgmmas on the same 64-row A tile and 128-row B box, the same
  * promotion per element). scales(s, kb, c0, c1, cw0, cw1) fetches the block scales: after the stage's full
@@ -198,15 +198,6 @@ __device__ __forceinline__ void consume_pair(PairAddr sm, int wg, int kblocks, u
   float p[64];
 #pragma unroll
   for (int i = 0; i < 64; ++i) acc0[i] = acc1[i] = 0.0f;
-  auto promote = [&](float (&acc)[64], float c0, float c1, float cw) {
-    if (BLOCK) {
-#pragma unroll
-      for (int i = 0; i < 64; ++i) acc[i] += p[i] * (acc_half(i) ? c1 : c0) * cw;
-    } else {
-#pragma unroll
-      for (int i = 0; i < 64; ++i) acc[i] += p[i];
-    }
-  };
 #pragma unroll 1
   for (int kb = 0; kb < kblocks; ++kb) {
     const uint32_t pos = it + static_cast<uint32_t>(kb);
@@ -224,7 +215,7 @@ __device__ __forceinline__ void consume_pair(PairAddr sm, int wg, int kblocks, u
     wgmma_commit();
     wgmma_wait<0>();
     fence_regs(p);
-    promote(acc0, c0, c1, cw0);
+    promote_stage<BLOCK>(acc0, p, c0, c1, cw0);
     wgmma_fence(); /* p was read by the promotion: order those reads before the next wgmmas overwrite it */
     fence_regs(p);
 #pragma unroll
@@ -233,7 +224,7 @@ __device__ __forceinline__ void consume_pair(PairAddr sm, int wg, int kblocks, u
     wgmma_wait<0>();
     fence_regs(p);
     mbar_arrive(sm.empty(s)); /* both products of this warpgroup are done with the stage */
-    promote(acc1, c0, c1, cw1);
+    promote_stage<BLOCK>(acc1, p, c0, c1, cw1);
   }
   it += static_cast<uint32_t>(kblocks);
 }

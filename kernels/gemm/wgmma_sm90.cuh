@@ -287,6 +287,20 @@ __device__ __forceinline__ float scale_off(const fp8moe_kref& r, int64_t off) {
 __device__ __forceinline__ int acc_half(int i) { return (i >> 1) & 1; }
 __device__ __forceinline__ int acc_col(int i, int t) { return (i >> 2) * 8 + 2 * t + (i & 1); }
 
+/* One stage's partial p promoted into the fp32 accumulator (consume() below says why every stage is): BLOCK
+ * acc += (p·s_row)·s_w with the thread's row scales c0 (row r0) and c1 (r0 + 8) and the B tile's weight-block
+ * scale cw (the CPU backend's association), otherwise acc += p. */
+template <bool BLOCK>
+__device__ __forceinline__ void promote_stage(float (&acc)[64], const float (&p)[64], float c0, float c1, float cw) {
+  if (BLOCK) {
+#pragma unroll
+    for (int i = 0; i < 64; ++i) acc[i] += p[i] * (acc_half(i) ? c1 : c0) * cw;
+  } else {
+#pragma unroll
+    for (int i = 0; i < 64; ++i) acc[i] += p[i];
+  }
+}
+
 /* 2-CTA clusters: whether the item pair of unit u (fp8moe_sm90_unit_item) needs the same B boxes, i.e. both
  * items are of one column block and one expert (a shadow pair always is). Then each CTA loads one of the two
  * B boxes and multicasts it to both; otherwise each loads its own. Both CTAs (producers and consumers) decide
@@ -421,15 +435,7 @@ __device__ __forceinline__ void consume(Smem& sm, int wg, int kblocks, uint32_t&
       mbar_arrive_cluster(e, lane % PEERS, lane < static_cast<uint32_t>(PEERS) ? 1u : 0u);
     }
   };
-  auto promote = [&](const float (&p)[64], float c0, float c1, float cw) {
-    if (BLOCK) {
-#pragma unroll
-      for (int i = 0; i < 64; ++i) acc[i] += p[i] * (acc_half(i) ? c1 : c0) * cw;
-    } else {
-#pragma unroll
-      for (int i = 0; i < 64; ++i) acc[i] += p[i];
-    }
-  };
+  auto promote = [&](const float (&p)[64], float c0, float c1, float cw) { promote_stage<BLOCK>(acc, p, c0, c1, cw); };
   float ca0 = 0.0f, ca1 = 0.0f, caw = 0.0f, cb0 = 0.0f, cb1 = 0.0f, cbw = 0.0f;
   if constexpr (LOOP == FP8MOE_SM90_LOOP_SERIAL) {
     (void)pb;
