@@ -80,15 +80,24 @@ static void compare_one(suite* s, pg_problem* p, const char* tag) {
   outputs_free(&g);
 }
 
-/* Generates the problem c describes and compares the GPU with the CPU on it (a failed generation is a failure). */
-static void generate_and_compare(suite* s, const pg_config* c, const char* tag) {
+/* Generates the problem c describes, lets route (unless NULL) pin its precomputed expert ids, and compares the
+ * GPU with the CPU on it (a failed generation is a failure). */
+static void generate_routed_and_compare(suite* s, const pg_config* c, const char* tag, void (*route)(pg_problem*)) {
   pg_problem p;
   if (pg_generate(&p, c) != 0) {
     CHECK(0, "pg_generate failed");
     return;
   }
+  if (route) {
+    route(&p);
+    pg_describe(&p);
+  }
   compare_one(s, &p, tag);
   pg_free(&p);
+}
+
+static void generate_and_compare(suite* s, const pg_config* c, const char* tag) {
+  generate_routed_and_compare(s, c, tag, NULL);
 }
 
 static void base_config(pg_config* c, int32_t method, int32_t format, int i) {
@@ -306,6 +315,25 @@ static void regression_nonfinite(suite* s) {
  * order; (c) K long enough that one GEMM1 item wraps the ring (H = 2304: 5 stages, the last with 2 of its 4
  * blocks) and GEMM2's last stage holds 1 block (I = 640). The plan's choice for these shapes is checked on
  * the host (test_cuda_plan.c). */
+/* (a)'s routing: slot 0 of every token on expert 7, slot 1 on distinct others. */
+static void route_one_expert_full(pg_problem* p) {
+  const pg_config* c = &p->cfg;
+  for (int64_t t = 0; t < c->T; ++t) {
+    pg_set(p->topk_ids, c->ids_dtype, t * c->K, 7.0);
+    pg_set(p->topk_ids, c->ids_dtype, t * c->K + 1, (double)(8 + t));
+  }
+}
+
+/* (d)'s routing (T = 25, K = 2): tiles of 8, 9 and one real row on slot 0, of 16 and one on slot 1. */
+static void route_tile_edges(pg_problem* p) {
+  const pg_config* c = &p->cfg;
+  for (int64_t t = 0; t < c->T; ++t) {
+    const int64_t e0 = t < 8 ? 3 : t < 17 ? 5 : 20 + t, e1 = t < 16 ? 9 : 60 + t;
+    pg_set(p->topk_ids, c->ids_dtype, t * c->K, (double)e0);
+    pg_set(p->topk_ids, c->ids_dtype, t * c->K + 1, (double)e1);
+  }
+}
+
 static void decode_rows_on(suite* s, const char* tag) {
   static const int32_t formats[] = {FP8MOE_QUANT_FP8_PER_TENSOR, FP8MOE_QUANT_FP8_BLOCK128,
                                     FP8MOE_QUANT_FP8_PER_CHANNEL};
@@ -315,18 +343,7 @@ static void decode_rows_on(suite* s, const char* tag) {
     pg_config_init(&c, FP8MOE_ROUTING_PRECOMPUTED, formats[f], 12, 384, 256, 64, 2);
     c.scale_dtype = TEST_BF16; /* weight scales bf16, the library's input scales fp32 */
     c.seed = 7000 + (uint64_t)f;
-    pg_problem p;
-    if (pg_generate(&p, &c) != 0) {
-      CHECK(0, "pg_generate failed");
-      continue;
-    }
-    for (int64_t t = 0; t < c.T; ++t) { /* slot 0 of every token on expert 7, slot 1 on distinct others */
-      pg_set(p.topk_ids, c.ids_dtype, t * c.K, 7.0);
-      pg_set(p.topk_ids, c.ids_dtype, t * c.K + 1, (double)(8 + t));
-    }
-    pg_describe(&p);
-    compare_one(s, &p, tag);
-    pg_free(&p);
+    generate_routed_and_compare(s, &c, tag, route_one_expert_full);
   }
   for (size_t f = 0; f < sizeof formats / sizeof formats[0]; ++f) {
     if (s->quick && f != 1) continue;
@@ -367,19 +384,7 @@ static void decode_rows_on(suite* s, const char* tag) {
         c.local_offset = 0;
       }
       c.seed = 7300 + (uint64_t)(2 * f) + (uint64_t)shard;
-      pg_problem p;
-      if (pg_generate(&p, &c) != 0) {
-        CHECK(0, "pg_generate failed");
-        continue;
-      }
-      for (int64_t t = 0; t < c.T; ++t) {
-        const int64_t e0 = t < 8 ? 3 : t < 17 ? 5 : 20 + t, e1 = t < 16 ? 9 : 60 + t;
-        pg_set(p.topk_ids, c.ids_dtype, t * c.K, (double)e0);
-        pg_set(p.topk_ids, c.ids_dtype, t * c.K + 1, (double)e1);
-      }
-      pg_describe(&p);
-      compare_one(s, &p, tag);
-      pg_free(&p);
+      generate_routed_and_compare(s, &c, tag, route_tile_edges);
     }
   /* (e) T = 1 with K = 4 over E = 64 (four one-row tiles: more units than a small grid's CTAs are cut into
    * stream-K segments), H = 512 (two full GEMM2 units), I = 384 (three GEMM1 groups, GEMM2 K of 3 blocks). */
