@@ -63,20 +63,7 @@ __global__ void __launch_bounds__(kThreads) permute_kernel(fp8moe_permute_args a
   __syncthreads();
   /* Exclusive scan of padded tile counts: warp 0, each lane a contiguous run of experts. */
   if (tid < 32) {
-    const int per = (E + 31) / 32;
-    const int lo = min(tid * per, E), hi = min(lo + per, E);
-    int32_t run = 0;
-    for (int e = lo; e < hi; ++e) run += (count[e] + tile_m - 1) / tile_m;
-    int32_t incl = run;
-    for (int o = 1; o < 32; o <<= 1) {
-      int32_t v = __shfl_up_sync(0xffffffffu, incl, o);
-      if (tid >= o) incl += v;
-    }
-    int32_t tile = incl - run;
-    for (int e = lo; e < hi; ++e) {
-      start[e] = tile * tile_m;
-      tile += (count[e] + tile_m - 1) / tile_m;
-    }
+    const int32_t incl = scan_tile_starts(count, start, E, tile_m, tid);
     if (tid == 31) total_tiles = incl;
   }
   __syncthreads();

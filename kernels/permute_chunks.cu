@@ -20,6 +20,7 @@
  * (bench/bench_main.c, route_prefix). */
 #include <stdint.h>
 
+#include "common.cuh"
 #include "pdl.cuh"
 #include "permute_segment.cuh"
 
@@ -108,12 +109,7 @@ __global__ void __launch_bounds__(kScanThreads) permute_scan_kernel(fp8moe_permu
   /* Warp w: expert lane w's group sums, lane j holding group j; exclusive scan over the groups. */
   {
     const int32_t mine = part[lane][grp];
-    int32_t incl = mine;
-#pragma unroll
-    for (int o = 1; o < 32; o <<= 1) {
-      const int32_t up = __shfl_up_sync(0xffffffffu, incl, o);
-      if (lane >= o) incl += up;
-    }
+    const int32_t incl = warp_inclusive_sum(mine, lane);
     part[lane][grp] = incl - mine;
     const int32_t ew = (int32_t)blockIdx.x * 32 + grp;
     if (lane == 31 && ew < E) a.chunk_counts[chunks * E + ew] = incl; /* the expert's rows */
@@ -180,12 +176,7 @@ __global__ void __launch_bounds__(kChunkThreads) permute_place_kernel(fp8moe_per
   const int r_lo = min(tid * run_len, E), r_hi = min(r_lo + run_len, E);
   int32_t mine = 0;
   for (int e = r_lo; e < r_hi; ++e) mine += (start[e] + tile_m - 1) / tile_m;
-  int32_t incl = mine;
-#pragma unroll
-  for (int o = 1; o < 32; o <<= 1) {
-    const int32_t up = __shfl_up_sync(0xffffffffu, incl, o);
-    if (lane >= o) incl += up;
-  }
+  const int32_t incl = warp_inclusive_sum(mine, lane);
   if (lane == 31) warp_tiles[warp] = incl;
   __syncthreads();
   int32_t tile = incl - mine, tiles_used = 0;

@@ -102,23 +102,12 @@ __device__ void build_slot_list(const fp8moe_permute_args& p, const int32_t* ids
   __syncthreads();
   /* Exclusive scan of padded tile counts: warp 0, each lane a contiguous run of experts. */
   if (tid < 32) {
-    const int per = (n_local + 31) / 32;
-    const int lo = min(tid * per, n_local), hi = min(lo + per, n_local);
     if (kV1) {
-      int32_t run = 0;
-      for (int e = lo; e < hi; ++e) run += (count[e] + tile_m - 1) / tile_m;
-      int32_t incl = run;
-      for (int o = 1; o < 32; o <<= 1) {
-        const int32_t v = __shfl_up_sync(0xffffffffu, incl, o);
-        if (tid >= o) incl += v;
-      }
-      int32_t tile = incl - run;
-      for (int e = lo; e < hi; ++e) {
-        start[e] = tile * tile_m;
-        tile += (count[e] + tile_m - 1) / tile_m;
-      }
+      const int32_t incl = scan_tile_starts(count, start, n_local, tile_m, tid);
       if (tid == 31) total_tiles = incl;
     } else {
+      const int per = (n_local + 31) / 32;
+      const int lo = min(tid * per, n_local), hi = min(lo + per, n_local);
       constexpr int kPer = (FP8MOE_PROLOGUE_MAX_EXPERTS + 31) / 32; /* per ≤ kPer: the launcher's E bound */
       int32_t tiles[kPer];
       int32_t run = 0;
@@ -129,12 +118,7 @@ __device__ void build_slot_list(const fp8moe_permute_args& p, const int32_t* ids
         tiles[i] = tiles_of(tiles[i], tile_m, magic);
         run += tiles[i];
       }
-      int32_t incl = run;
-#pragma unroll
-      for (int o = 1; o < 32; o <<= 1) {
-        const int32_t v = __shfl_up_sync(0xffffffffu, incl, o);
-        if (tid >= o) incl += v;
-      }
+      const int32_t incl = warp_inclusive_sum(run, tid);
       int32_t tile = incl - run;
 #pragma unroll
       for (int i = 0; i < kPer; ++i) {
