@@ -267,27 +267,15 @@ extern "C" int fp8moe_launch_gemm1_sm90(const fp8moe_gemm1_args* a, cudaStream_t
   const uint64_t sw[2] = {static_cast<uint64_t>(a->w_stride_n), static_cast<uint64_t>(a->w_stride_e)};
   const int e = fp8moe_sm90_encode(a->tma_encode, &mw, a->w, 3, dw, sw, kBK, kBN);
   if (e != 0) return e;
-  switch (a->scale_mode) {
-    case FP8MOE_SCALE_BLOCK:
-      if (a->x_scale.dt == FP8MOE_DT_F32 && a->w_scale.dt == FP8MOE_DT_F32)
-        return static_cast<int>(launch<FP8MOE_SCALE_BLOCK, true>(*a, mw, stream));
-      return static_cast<int>(launch<FP8MOE_SCALE_BLOCK>(*a, mw, stream));
-    case FP8MOE_SCALE_ROW:
-      if (a->w_scale.dt == FP8MOE_DT_F32) return static_cast<int>(launch<FP8MOE_SCALE_ROW, true>(*a, mw, stream));
-      return static_cast<int>(launch<FP8MOE_SCALE_ROW>(*a, mw, stream));
-    default: return static_cast<int>(launch<FP8MOE_SCALE_TENSOR>(*a, mw, stream));
-  }
+  return static_cast<int>(with_scale_kind(a->scale_mode, a->x_scale.dt, a->w_scale.dt, [&](auto k) {
+    return launch<decltype(k)::scale, decltype(k)::f32>(*a, mw, stream);
+  }));
 }
 
 extern "C" int fp8moe_prepare_gemm1_sm90_smem(void) {
   using namespace fp8moe::sm90;
-  const int bytes = static_cast<int>(kSmemBytes);
-  cudaError_t e = raise_smem<FP8MOE_SCALE_BLOCK, true>(bytes);
-  if (e == cudaSuccess) e = raise_smem<FP8MOE_SCALE_BLOCK, false>(bytes);
-  if (e == cudaSuccess) e = raise_smem<FP8MOE_SCALE_ROW, false>(bytes);
-  if (e == cudaSuccess) e = raise_smem<FP8MOE_SCALE_ROW, true>(bytes);
-  if (e == cudaSuccess) e = raise_smem<FP8MOE_SCALE_TENSOR, false>(bytes);
-  return static_cast<int>(e);
+  return static_cast<int>(
+      for_each_scale_kind([](auto k) { return raise_smem<decltype(k)::scale, decltype(k)::f32>(static_cast<int>(kSmemBytes)); }));
 }
 
 /* As fp8moe_prepare_gemm2_sm90_clusters, for GEMM1's cluster kernel. */

@@ -174,24 +174,12 @@ extern "C" int fp8moe_launch_gemm2_sm90_pairs(const fp8moe_gemm2_args* a, cudaSt
   CUtensorMap ma, mw;
   const int e = fp8moe_sm90_encode_gemm2(a, &ma, &mw);
   if (e != 0) return e;
-  switch (a->scale_mode) {
-    case FP8MOE_SCALE_BLOCK:
-      if (a->a2_scale.dt == FP8MOE_DT_F32 && a->w_scale.dt == FP8MOE_DT_F32)
-        return static_cast<int>(launch<FP8MOE_SCALE_BLOCK, true>(*a, ma, mw, stream));
-      return static_cast<int>(launch<FP8MOE_SCALE_BLOCK>(*a, ma, mw, stream));
-    case FP8MOE_SCALE_ROW:
-      if (a->w_scale.dt == FP8MOE_DT_F32) return static_cast<int>(launch<FP8MOE_SCALE_ROW, true>(*a, ma, mw, stream));
-      return static_cast<int>(launch<FP8MOE_SCALE_ROW>(*a, ma, mw, stream));
-    default: return static_cast<int>(launch<FP8MOE_SCALE_TENSOR>(*a, ma, mw, stream));
-  }
+  return static_cast<int>(with_scale_kind(a->scale_mode, a->a2_scale.dt, a->w_scale.dt, [&](auto k) {
+    return launch<decltype(k)::scale, decltype(k)::f32>(*a, ma, mw, stream);
+  }));
 }
 
 extern "C" int fp8moe_prepare_gemm2_sm90_pairs_smem(void) {
   using namespace fp8moe::sm90;
-  cudaError_t e = raise_smem<FP8MOE_SCALE_BLOCK, true>();
-  if (e == cudaSuccess) e = raise_smem<FP8MOE_SCALE_BLOCK, false>();
-  if (e == cudaSuccess) e = raise_smem<FP8MOE_SCALE_ROW, false>();
-  if (e == cudaSuccess) e = raise_smem<FP8MOE_SCALE_ROW, true>();
-  if (e == cudaSuccess) e = raise_smem<FP8MOE_SCALE_TENSOR, false>();
-  return static_cast<int>(e);
+  return static_cast<int>(for_each_scale_kind([](auto k) { return raise_smem<decltype(k)::scale, decltype(k)::f32>(); }));
 }

@@ -19,6 +19,7 @@
 
 #include "common.cuh"
 #include "sm90_items.h"
+#include "sm90_scale_kinds.cuh"
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define FP8MOE_SM90A 1
