@@ -112,30 +112,10 @@ __global__ void __launch_bounds__(kThreads, 1)
     const int32_t nb = item.col_block * 2; /* the item's first 128-column block */
     const int32_t slot[2] = {a.sorted_slots[row0 + r0], a.sorted_slots[row0 + r0 + 8]};
     const int t = tid % 4;
-    float st = 0.0f, sr[2] = {0.0f, 0.0f};
-    if (SCALE == FP8MOE_SCALE_TENSOR) st = kref_at(a.a2_scale, 0) * kref_at(a.w_scale, e);
-    if (SCALE == FP8MOE_SCALE_ROW) {
-      sr[0] = kref_at(a.a2_scale, row0 + r0);
-      sr[1] = kref_at(a.a2_scale, row0 + r0 + 8);
-    }
-    /* The 64-row kernel's epilogue per element, for each W2 box's 128 columns; padding rows are not stored. */
-    auto store = [&](const float (&acc)[64], int32_t n) {
-#pragma unroll
-      for (int i = 0; i < 64; i += 2) {
-        const int h = acc_half(i), col = n + acc_col(i, t);
-        float v0 = acc[i], v1 = acc[i + 1];
-        if (SCALE == FP8MOE_SCALE_TENSOR) {
-          v0 *= st;
-          v1 *= st;
-        } else if (SCALE == FP8MOE_SCALE_ROW) {
-          v0 = v0 * sr[h] * scale_at<F32>(a.w_scale, e, col, 0);
-          v1 = v1 * sr[h] * scale_at<F32>(a.w_scale, e, col + 1, 0);
-        }
-        if (slot[h] >= 0) *reinterpret_cast<uint32_t*>(a.y + static_cast<int64_t>(slot[h]) * a.H + col) = y_bf16x2(v0, v1);
-      }
-    };
-    store(acc0, nb * kBN);
-    store(acc1, (nb + 1) * kBN);
+    /* The 64-row kernel's epilogue, for each W2 box's 128 columns. */
+    const YScales ys = y_scales<SCALE>(a, e, row0 + r0, row0 + r0 + 8);
+    store_y_box<SCALE, F32>(a, acc0, e, nb * kBN, t, ys, slot);
+    store_y_box<SCALE, F32>(a, acc1, e, (nb + 1) * kBN, t, ys, slot);
   }
 #elif defined(__CUDA_ARCH__)
   (void)a;

@@ -127,25 +127,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       auto sb = [&](int kb) { return scale_at<F32>(a.w_scale, e, nb / kBN, kb); };
       consume<LOOP, SCALE == FP8MOE_SCALE_BLOCK, kPeers>(sm, wg, kblocks, it, acc, sa, sb);
 
-      float st = 0.0f, sr[2] = {0.0f, 0.0f};
-      if (SCALE == FP8MOE_SCALE_TENSOR) st = kref_at(a.a2_scale, 0) * kref_at(a.w_scale, e);
-      if (SCALE == FP8MOE_SCALE_ROW) {
-        sr[0] = kref_at(a.a2_scale, row0 + rr[0]);
-        sr[1] = kref_at(a.a2_scale, row0 + rr[1]);
-      }
-#pragma unroll
-      for (int i = 0; i < 64; i += 2) {
-        const int h = acc_half(i), col = nb + acc_col(i, t);
-        float v0 = acc[i], v1 = acc[i + 1];
-        if (SCALE == FP8MOE_SCALE_TENSOR) {
-          v0 *= st;
-          v1 *= st;
-        } else if (SCALE == FP8MOE_SCALE_ROW) {
-          v0 = v0 * sr[h] * scale_at<F32>(a.w_scale, e, col, 0);
-          v1 = v1 * sr[h] * scale_at<F32>(a.w_scale, e, col + 1, 0);
-        }
-        if (slot[h] >= 0) *reinterpret_cast<uint32_t*>(a.y + static_cast<int64_t>(slot[h]) * a.H + col) = y_bf16x2(v0, v1);
-      }
+      store_y_box<SCALE, F32>(a, acc, e, nb, t, y_scales<SCALE>(a, e, row0 + rr[0], row0 + rr[1]), slot);
     }
   }
   /* Cluster: neither CTA exits while the peer may still multicast into it or arrive on its barriers. */

@@ -288,6 +288,43 @@ __device__ __forceinline__ float scale_off(const fp8moe_kref& r, int64_t off) {
 __device__ __forceinline__ int acc_half(int i) { return (i >> 1) & 1; }
 __device__ __forceinline__ int acc_col(int i, int t) { return (i >> 2) * 8 + 2 * t + (i & 1); }
 
+/* GEMM2's epilogue scales for the thread's two expert-sorted rows row_lo and row_hi (8 apart) of expert e: TENSOR
+ * the a2 scale × the expert's weight scale (st), ROW the rows' a2 scales (sr); BLOCK none (in the promotion). */
+struct YScales {
+  float st, sr[2];
+};
+template <int SCALE>
+__device__ __forceinline__ YScales y_scales(const fp8moe_gemm2_args& a, int32_t e, int64_t row_lo, int64_t row_hi) {
+  YScales y = {0.0f, {0.0f, 0.0f}};
+  if (SCALE == FP8MOE_SCALE_TENSOR) y.st = kref_at(a.a2_scale, 0) * kref_at(a.w_scale, e);
+  if (SCALE == FP8MOE_SCALE_ROW) {
+    y.sr[0] = kref_at(a.a2_scale, row_lo);
+    y.sr[1] = kref_at(a.a2_scale, row_hi);
+  }
+  return y;
+}
+
+/* GEMM2's epilogue for the thread's accumulators of one 128-column W2 box from column n: dequantized per
+ * element (ROW: × the column's weight scale too) and stored as bf16 pairs into the y rows slot[h] of its two
+ * rows; padding rows (slot < 0) are not stored. Both sm90 GEMM2 kernels end this way. */
+template <int SCALE, bool F32>
+__device__ __forceinline__ void store_y_box(const fp8moe_gemm2_args& a, const float (&acc)[64], int32_t e, int32_t n,
+                                            int t, const YScales& y, const int32_t (&slot)[2]) {
+#pragma unroll
+  for (int i = 0; i < 64; i += 2) {
+    const int h = acc_half(i), col = n + acc_col(i, t);
+    float v0 = acc[i], v1 = acc[i + 1];
+    if (SCALE == FP8MOE_SCALE_TENSOR) {
+      v0 *= y.st;
+      v1 *= y.st;
+    } else if (SCALE == FP8MOE_SCALE_ROW) {
+      v0 = v0 * y.sr[h] * scale_at<F32>(a.w_scale, e, col, 0);
+      v1 = v1 * y.sr[h] * scale_at<F32>(a.w_scale, e, col + 1, 0);
+    }
+    if (slot[h] >= 0) *reinterpret_cast<uint32_t*>(a.y + static_cast<int64_t>(slot[h]) * a.H + col) = y_bf16x2(v0, v1);
+  }
+}
+
 /* One stage's partial p promoted into the fp32 accumulator (consume() below says why every stage is): BLOCK
  * acc += (p·s_row)·s_w with the thread's row scales c0 (row r0) and c1 (r0 + 8) and the B tile's weight-block
  * scale cw (the CPU backend's association), otherwise acc += p. */
