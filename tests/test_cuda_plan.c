@@ -556,6 +556,25 @@ static void route_v1_switch(void) {
   unsetenv("FP8MOE_CUDA_GEMM_FALLBACK");
 }
 
+/* The pair list's bounds, the same for both 128-row GEMMs (offers includes their pair bit): max_tiles =
+ * ceil(T·K/64) + E_local ≤ FP8MOE_GEMM1_PAIR_MAX_TILES takes the 128-row kernel, one tile past it and
+ * E_local past FP8MOE_GEMM1_PAIR_MAX_EXPERTS (at LARGE, max_tiles within the cap) the 64-row wgmma kernel. */
+static void pair_list_bounds(int32_t gemm, uint32_t offers) {
+  const char* name = gemm == FP8MOE_GEMM1 ? "GEMM1" : "GEMM2";
+  const int64_t fit_tk = (int64_t)(FP8MOE_GEMM1_PAIR_MAX_TILES - 256) * 64;
+  const fp8moe_problem at = problem(fit_tk / 8, 7168, 2048, 256, 8, 0x10000);
+  const fp8moe_problem past = problem(fit_tk / 8 + 8, 7168, 2048, 256, 8, 0x10000);
+  EXPECT(kernel_of(gemm, 90, &at, offers) == FP8MOE_GEMM_WGMMA128_SM90, "max_tiles = the cap: 128-row %s", name);
+  EXPECT(kernel_of(gemm, 90, &past, offers) == FP8MOE_GEMM_WGMMA_SM90, "max_tiles past the cap: the 64-row wgmma %s",
+         name);
+  fp8moe_problem many = problem(1, 1024, 512, 1, 1, 0x10000);
+  many.E = many.E_local = FP8MOE_GEMM1_PAIR_MAX_EXPERTS + 1;
+  many.T = 32 * (int64_t)many.E; /* LARGE, max_tiles ≤ the cap */
+  many.w13.shape[0] = many.w2.shape[0] = many.E;
+  EXPECT(fp8moe_cuda_plan_regime(&many) == FP8MOE_M_LARGE && kernel_of(gemm, 90, &many, offers) == FP8MOE_GEMM_WGMMA_SM90,
+         "E_local = %d: the 64-row wgmma %s", (int)many.E_local, name);
+}
+
 /* The 128-row GEMM1 (FP8MOE_CUDA_GEMM_FALLBACK "v", opt-in): taken ahead of the 64-row wgmma GEMM1 only where
  * the context offers it ("v") and the problem's pair list fits the kernel's shared memory, on LARGE only (MEDIUM
  * and the fallbacks keep their rows; GEMM2 unchanged); "1" still switches it off with the other sm90 GEMM1. */
@@ -576,20 +595,7 @@ static void gemm1_pairs(void) {
   EXPECT(kernel_of(FP8MOE_GEMM1, 90, &t512, v) == FP8MOE_GEMM_WGMMA_SM90, "v at MEDIUM: the 64-row wgmma GEMM1");
   const fp8moe_problem mixtral = problem(8192, 4096, 14336, 8, 2, 0x10000);
   EXPECT(kernel_of(FP8MOE_GEMM1, 90, &mixtral, v) == FP8MOE_GEMM_WGMMA128_SM90, "v mixtral-8x7b T=8192");
-  /* The pair list's bound: max_tiles = ceil(T·K/64) + E_local ≤ FP8MOE_GEMM1_PAIR_MAX_TILES. */
-  const int64_t fit_tk = (int64_t)(FP8MOE_GEMM1_PAIR_MAX_TILES - 256) * 64;
-  const fp8moe_problem at = problem(fit_tk / 8, 7168, 2048, 256, 8, 0x10000);
-  const fp8moe_problem past = problem(fit_tk / 8 + 8, 7168, 2048, 256, 8, 0x10000);
-  EXPECT(kernel_of(FP8MOE_GEMM1, 90, &at, v) == FP8MOE_GEMM_WGMMA128_SM90, "max_tiles = the cap: 128-row GEMM1");
-  EXPECT(kernel_of(FP8MOE_GEMM1, 90, &past, v) == FP8MOE_GEMM_WGMMA_SM90,
-         "max_tiles past the cap: the 64-row wgmma GEMM1");
-  fp8moe_problem many = problem(1, 1024, 512, 1, 1, 0x10000);
-  many.E = many.E_local = FP8MOE_GEMM1_PAIR_MAX_EXPERTS + 1;
-  many.T = 32 * (int64_t)many.E; /* LARGE, max_tiles ≤ the cap */
-  many.w13.shape[0] = many.w2.shape[0] = many.E;
-  EXPECT(fp8moe_cuda_plan_regime(&many) == FP8MOE_M_LARGE &&
-             kernel_of(FP8MOE_GEMM1, 90, &many, v) == FP8MOE_GEMM_WGMMA_SM90,
-         "E_local = %d: the 64-row wgmma GEMM1", (int)many.E_local);
+  pair_list_bounds(FP8MOE_GEMM1, v);
   fp8moe_problem wide_rows = big;
   wide_rows.hidden_is_fp8 = 1;
   wide_rows.hidden_states.strides[0] = (int64_t)1 << 32;
@@ -669,20 +675,7 @@ static void gemm2_pairs(void) {
   padded.w2.strides[1] = 2048 + 8;
   padded.w2.strides[0] = 7168 * padded.w2.strides[1];
   EXPECT(kernel_of(FP8MOE_GEMM2, 90, &padded, i) == FP8MOE_GEMM_MMA_SYNC, "i, W2 not TMA-able: mma.sync");
-  /* The pair list's bounds, as the 128-row GEMM1's: max_tiles = ceil(T·K/64) + E_local and E_local. */
-  const int64_t fit_tk = (int64_t)(FP8MOE_GEMM1_PAIR_MAX_TILES - 256) * 64;
-  const fp8moe_problem cap = problem(fit_tk / 8, 7168, 2048, 256, 8, 0x10000);
-  const fp8moe_problem past = problem(fit_tk / 8 + 8, 7168, 2048, 256, 8, 0x10000);
-  EXPECT(kernel_of(FP8MOE_GEMM2, 90, &cap, i) == FP8MOE_GEMM_WGMMA128_SM90, "max_tiles = the cap: 128-row GEMM2");
-  EXPECT(kernel_of(FP8MOE_GEMM2, 90, &past, i) == FP8MOE_GEMM_WGMMA_SM90,
-         "max_tiles past the cap: the 64-row wgmma GEMM2");
-  fp8moe_problem many = problem(1, 1024, 512, 1, 1, 0x10000);
-  many.E = many.E_local = FP8MOE_GEMM1_PAIR_MAX_EXPERTS + 1;
-  many.T = 32 * (int64_t)many.E;
-  many.w13.shape[0] = many.w2.shape[0] = many.E;
-  EXPECT(fp8moe_cuda_plan_regime(&many) == FP8MOE_M_LARGE &&
-             kernel_of(FP8MOE_GEMM2, 90, &many, i) == FP8MOE_GEMM_WGMMA_SM90,
-         "E_local = %d: the 64-row wgmma GEMM2", (int)many.E_local);
+  pair_list_bounds(FP8MOE_GEMM2, i); /* as the 128-row GEMM1's */
   /* The letter: offered only where FALLBACK names "i", and "i" changes nothing else. */
   unsetenv("FP8MOE_CUDA_GEMM_FALLBACK");
   const uint32_t base = fp8moe_cuda_plan_context_offers(1, 1, 1);
