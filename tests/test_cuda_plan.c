@@ -5,7 +5,7 @@
  * (TMA-able weights, H % 256 for GEMM2, the driver's encoder, not switched off by
  * FP8MOE_CUDA_GEMM_FALLBACK), and the decode rows pair up at ≤ ½ routed row per expert when their grids fit
  * and the weights are 16-byte aligned, on cc 9.0 the stream pair ahead of the register-path pair (and in the
- * SMALL regime only under "j"), the stream workspace where a stream row can match; the stream-K split
+ * SMALL regime unless "j" switches it off), the stream workspace where a stream row can match; the stream-K split
  * covers every iteration once with consistent segments, slots and counters; the chunked
  * permutation's threshold and chunk sizes; the sm90 GEMMs' A/B variants follow the switch letters, the
  * grouped order's group size follows its rule, and every item order is a bijection. Compiles
@@ -172,11 +172,11 @@ static void picks(void) {
   EXPECT(kernel_of(FP8MOE_GEMM1, 90, &t32, str) == FP8MOE_GEMM_MMA_SYNC &&
              kernel_of(FP8MOE_GEMM1, 90, &t32, str | FP8MOE_PLAN_NEEDS_STREAM_SMALL) == FP8MOE_GEMM_STREAM_SM90 &&
              kernel_of(FP8MOE_GEMM2, 90, &t32, str | FP8MOE_PLAN_NEEDS_STREAM_SMALL) == FP8MOE_GEMM_STREAM_SM90,
-         "T=32 (SMALL): mma.sync, the stream pair only with the opt-in");
+         "T=32 (SMALL): the stream pair where the context offers it (not \"j\"), else mma.sync");
   EXPECT(kernel_of(FP8MOE_GEMM1, 90, &t32, FP8MOE_PLAN_NEEDS_STREAM_SMALL | dec) == FP8MOE_GEMM_MMA_SYNC,
-         "the opt-in without the stream grid: mma.sync");
+         "SMALL offered without the stream grid: mma.sync");
   EXPECT(kernel_of(FP8MOE_GEMM1, 90, &t512, str | FP8MOE_PLAN_NEEDS_STREAM_SMALL) == FP8MOE_GEMM_WGMMA_SM90,
-         "T=512 (MEDIUM): the wgmma tiles, opt-in or not");
+         "T=512 (MEDIUM): the wgmma tiles, SMALL offered or not");
   const fp8moe_problem h384s = problem(1, 384, 256, 64, 2, 0x10000);
   EXPECT(kernel_of(FP8MOE_GEMM2, 90, &h384s, str) == FP8MOE_GEMM_STREAM_SM90,
          "H = 384: the stream GEMM2 (its last unit has one box)");
@@ -212,25 +212,23 @@ static void environment_switch(void) {
   const uint32_t strm = FP8MOE_PLAN_NEEDS_STREAM, small = FP8MOE_PLAN_NEEDS_STREAM_SMALL;
   const uint32_t pairs = FP8MOE_PLAN_NEEDS_GEMM1_PAIRS;
   uint32_t o = fp8moe_cuda_plan_context_offers(1, 1, 1);
-  EXPECT(o == (FP8MOE_PLAN_NEEDS_TMA_ENC | sm90 | decs | strm | pairs), "default context offers 0x%x", (unsigned)o);
+  EXPECT(o == (FP8MOE_PLAN_NEEDS_TMA_ENC | sm90 | decs | strm | small | pairs), "default context offers 0x%x",
+         (unsigned)o);
   EXPECT(fp8moe_cuda_plan_context_offers(0, 1, 0) == (sm90 | decs | pairs), "no encoder: no TMA_ENC");
-  EXPECT(fp8moe_cuda_plan_context_offers(1, 0, 1) == (FP8MOE_PLAN_NEEDS_TMA_ENC | sm90 | strm | pairs), "no decode grids");
+  EXPECT(fp8moe_cuda_plan_context_offers(1, 0, 1) == (FP8MOE_PLAN_NEEDS_TMA_ENC | sm90 | strm | small | pairs),
+         "no decode grids");
   EXPECT(fp8moe_cuda_plan_context_offers(1, 1, 0) == (FP8MOE_PLAN_NEEDS_TMA_ENC | sm90 | decs | pairs),
          "no stream grid: neither stream bit");
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "k", 1);
   o = fp8moe_cuda_plan_context_offers(1, 1, 1);
-  EXPECT((o & ~pairs) == (FP8MOE_PLAN_NEEDS_TMA_ENC | sm90 | decs), "FALLBACK=k: the register decode pair only: 0x%x",
-         (unsigned)o);
+  EXPECT((o & ~pairs) == (FP8MOE_PLAN_NEEDS_TMA_ENC | sm90 | decs | small),
+         "FALLBACK=k: no stream pair (SMALL's bit alone picks no stream row): 0x%x", (unsigned)o);
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "j", 1);
   o = fp8moe_cuda_plan_context_offers(1, 1, 1);
-  EXPECT(o == (FP8MOE_PLAN_NEEDS_TMA_ENC | sm90 | decs | strm | small | pairs), "FALLBACK=j: also SMALL: 0x%x",
-         (unsigned)o);
-  EXPECT(!(fp8moe_cuda_plan_context_offers(1, 1, 0) & (strm | small)), "FALLBACK=j without the stream grid: 0x%x",
-         (unsigned)fp8moe_cuda_plan_context_offers(1, 1, 0));
+  EXPECT(o == (FP8MOE_PLAN_NEEDS_TMA_ENC | sm90 | decs | strm | pairs), "FALLBACK=j: not at SMALL: 0x%x", (unsigned)o);
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "jk", 1);
   o = fp8moe_cuda_plan_context_offers(1, 1, 1);
-  EXPECT((o & (strm | small)) == small, "FALLBACK=jk: the SMALL opt-in without the stream bit picks nothing: 0x%x",
-         (unsigned)o);
+  EXPECT((o & (strm | small)) == 0, "FALLBACK=jk: no stream bit: 0x%x", (unsigned)o);
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "2", 1);
   o = fp8moe_cuda_plan_context_offers(1, 1, 1);
   EXPECT((o & FP8MOE_PLAN_NEEDS_SM90_GEMM1) && !(o & FP8MOE_PLAN_NEEDS_SM90_GEMM2) && (o & decs) == decs,
@@ -287,10 +285,10 @@ static void sm90_variants(void) {
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "qroumn", 1);
   EXPECT((fp8moe_cuda_plan_context_offers(1, 1, 1) & (sm90 | FP8MOE_PLAN_NEEDS_STREAM)) ==
                  (sm90 | FP8MOE_PLAN_NEEDS_STREAM) &&
-             !(fp8moe_cuda_plan_context_offers(1, 1, 1) & FP8MOE_PLAN_NEEDS_STREAM_SMALL) &&
+             (fp8moe_cuda_plan_context_offers(1, 1, 1) & FP8MOE_PLAN_NEEDS_STREAM_SMALL) &&
              (fp8moe_cuda_plan_context_offers(1, 1, 1) & FP8MOE_PLAN_NEEDS_GEMM1_PAIRS) &&
              fp8moe_cuda_plan_context_prologue() == all_prologues && fp8moe_cuda_plan_context_permute_chunks(),
-         "FALLBACK=qroumn: both sm90 GEMMs, no SMALL stream rows, the 128-row GEMM1, both prologues and the "
+         "FALLBACK=qroumn: both sm90 GEMMs, the SMALL stream rows, the 128-row GEMM1, both prologues and the "
          "chunked permutation still offered");
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "q", 1);
   EXPECT(variant_is(serial, grouped, grouped), "FALLBACK=q: serial loop");
