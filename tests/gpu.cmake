@@ -19,8 +19,8 @@ if(FP8MOE_WITH_CUDA AND TARGET fp8moe_test_ref)
                          ENVIRONMENT "FP8MOE_LIBRARY=$<TARGET_FILE:fp8moe>;FP8MOE_CUDA_GEMM_FALLBACK=${_variant}")
   endforeach()
   # The decode GEMMs' switches: "k" runs the decode rows through the register-path pair (kernels/gemm_decode.cu)
-  # instead of the stream pair; "j" also runs the stream pair at 1–16 rows per expert (the sweep's table rows
-  # at T = 37–41 over 16 experts), where the default takes mma.sync.
+  # instead of the stream pair; "j" runs 1–16 rows per expert (the sweep's table rows at T = 37–41 over 16
+  # experts) through mma.sync, where the default takes the stream pair (opt-in until 2026-12-03).
   foreach(_variant k j)
     add_test(NAME test_gpu_sweep_stream_${_variant} COMMAND test_gpu_sweep --quick)
     set_tests_properties(test_gpu_sweep_stream_${_variant} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600 LABELS gpu
@@ -31,15 +31,17 @@ if(FP8MOE_WITH_CUDA AND TARGET fp8moe_test_ref)
   add_test(NAME test_gpu_sweep_route_v1 COMMAND test_gpu_sweep --quick)
   set_tests_properties(test_gpu_sweep_route_v1 PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600 LABELS gpu
                        ENVIRONMENT "FP8MOE_LIBRARY=$<TARGET_FILE:fp8moe>;FP8MOE_CUDA_GEMM_FALLBACK=w")
-  # The 128-row GEMM1 (FALLBACK=v, opt-in; kernels/gemm/gemm1_wgmma128_sm90.cu): every large-M plan row in full
-  # (every format, activation, gate/up order, requantization mode, the input-side token weight, experts of one
-  # tile and odd tile counts, an expert-parallel shard, several item groups) and a graph capture at large M.
+  # The 64-row wgmma GEMM1 (FALLBACK=v switches off the 128-row GEMM1, the default at large M since 2026-12-03;
+  # kernels/gemm/gemm1_wgmma_sm90.cu): every large-M plan row in full (every format, activation, gate/up order,
+  # requantization mode, the input-side token weight, experts of one tile and odd tile counts, an
+  # expert-parallel shard, several item groups) and a graph capture at large M. The default sweep runs the
+  # same rows through the 128-row GEMM1.
   add_test(NAME test_gpu_sweep_sm90_v COMMAND test_gpu_sweep --large)
   set_tests_properties(test_gpu_sweep_sm90_v PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600 LABELS gpu
                        ENVIRONMENT "FP8MOE_LIBRARY=$<TARGET_FILE:fp8moe>;FP8MOE_CUDA_GEMM_FALLBACK=v")
   # The 128-row GEMM2 (opt-in "i", kernels/gemm/gemm2_wgmma128_sm90.cu; docs/GPU.md "128-row GEMM2 items"): the
   # same large-M sweep (every format, experts of one tile and odd tile counts, an expert-parallel shard, several
-  # item groups, a graph capture) against the CPU backend, with the default 64-row GEMM1 before it.
+  # item groups, a graph capture) against the CPU backend, with the 128-row GEMM1 (the default) before it.
   add_test(NAME test_gpu_sweep_sm90_i COMMAND test_gpu_sweep --large)
   set_tests_properties(test_gpu_sweep_sm90_i PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600 LABELS gpu
                        ENVIRONMENT "FP8MOE_LIBRARY=$<TARGET_FILE:fp8moe>;FP8MOE_CUDA_GEMM_FALLBACK=i")

