@@ -18,7 +18,7 @@ if(FP8MOE_WITH_CUDA AND TARGET fp8moe_test_ref)
     set_tests_properties(test_gpu_sweep_sm90_${_variant} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600 LABELS gpu
                          ENVIRONMENT "FP8MOE_LIBRARY=$<TARGET_FILE:fp8moe>;FP8MOE_CUDA_GEMM_FALLBACK=${_variant}")
   endforeach()
-  # The decode GEMMs' switches: "k" runs the decode rows through the register-path pair (kernels/gemm_decode.cu)
+  # The decode GEMMs' switches: "k" runs every decode row through the register-path pair (kernels/gemm_decode.cu)
   # instead of the stream pair; "j" runs 1–16 rows per expert (the sweep's table rows at T = 37–41 over 16
   # experts) through mma.sync, where the default takes the stream pair (opt-in until 2026-12-03).
   foreach(_variant k j)
@@ -26,6 +26,12 @@ if(FP8MOE_WITH_CUDA AND TARGET fp8moe_test_ref)
     set_tests_properties(test_gpu_sweep_stream_${_variant} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600 LABELS gpu
                          ENVIRONMENT "FP8MOE_LIBRARY=$<TARGET_FILE:fp8moe>;FP8MOE_CUDA_GEMM_FALLBACK=${_variant}")
   endforeach()
+  # The plan's size rule off ("l", src/cuda/cuda_plan.c k_size_rule): the full sweep with the stream pair at every
+  # decode row (the sweep's experts are below the rule, so the default runs the register pair there) and the
+  # 128-row GEMM1 at every large-M row (the default takes the 64-row one below 64 rows per expert at H < 7168).
+  add_test(NAME test_gpu_sweep_sizes_l COMMAND test_gpu_sweep)
+  set_tests_properties(test_gpu_sweep_sizes_l PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600 LABELS gpu
+                       ENVIRONMENT "FP8MOE_LIBRARY=$<TARGET_FILE:fp8moe>;FP8MOE_CUDA_GEMM_FALLBACK=l")
   # And with the routing's and the prologue's slot list's previous instruction sequences (FALLBACK 'w', the A/B
   # switch of the small-T critical-path rework; docs/GPU.md "Routing's critical path").
   add_test(NAME test_gpu_sweep_route_v1 COMMAND test_gpu_sweep --quick)

@@ -53,7 +53,7 @@ static fp8moe_problem problem(int64_t T, int64_t H, int64_t I, int32_t E, int32_
 }
 
 static int32_t kernel_of(int32_t gemm, int32_t cc, const fp8moe_problem* p, uint32_t ctx) {
-  const fp8moe_plan_row* r = fp8moe_cuda_plan_pick(gemm, cc, p, fp8moe_cuda_plan_offers(p, ctx));
+  const fp8moe_plan_row* r = fp8moe_cuda_plan_pick(gemm, cc, p, fp8moe_cuda_plan_offers(p, ctx, 132));
   return r ? r->kernel : -1;
 }
 
@@ -178,14 +178,15 @@ static void picks(void) {
   EXPECT(kernel_of(FP8MOE_GEMM1, 90, &t512, str | FP8MOE_PLAN_NEEDS_STREAM_SMALL) == FP8MOE_GEMM_WGMMA_SM90,
          "T=512 (MEDIUM): the wgmma tiles, SMALL offered or not");
   const fp8moe_problem h384s = problem(1, 384, 256, 64, 2, 0x10000);
-  EXPECT(kernel_of(FP8MOE_GEMM2, 90, &h384s, str) == FP8MOE_GEMM_STREAM_SM90,
+  EXPECT(kernel_of(FP8MOE_GEMM2, 90, &h384s, str | FP8MOE_PLAN_NEEDS_STREAM_PAYS) == FP8MOE_GEMM_STREAM_SM90,
          "H = 384: the stream GEMM2 (its last unit has one box)");
   EXPECT(fp8moe_cuda_plan_stream_workspace(90, &one) && fp8moe_cuda_plan_stream_workspace(90, &t32) &&
              !fp8moe_cuda_plan_stream_workspace(90, &t512) && !fp8moe_cuda_plan_stream_workspace(90, &big) &&
              !fp8moe_cuda_plan_stream_workspace(100, &one) && !fp8moe_cuda_plan_stream_workspace(89, &t32),
          "the stream workspace exactly where a stream row can match");
-  /* The shapes of test_gpu_sweep's decode rows (T, H, I, E, K), in every format: the decode pair, so the
-   * sweep runs it there. */
+  /* The shapes of test_gpu_sweep's decode rows (T, H, I, E, K), in every format: experts far below the size
+   * rule's, so the register pair by default; the stream pair where the context offers it everywhere ("l",
+   * test_gpu_sweep_sizes_l), so that sweep runs the stream kernels there. */
   const int64_t sweep[6][5] = {{12, 384, 256, 64, 2}, {16, 256, 384, 128, 4}, {2, 2304, 640, 8, 2},
                                {25, 256, 256, 128, 2}, {1, 512, 384, 64, 4},  {8, 256, 384, 16, 1}};
   const int32_t formats[3] = {FP8MOE_QUANT_FP8_PER_TENSOR, FP8MOE_QUANT_FP8_BLOCK128, FP8MOE_QUANT_FP8_PER_CHANNEL};
@@ -197,9 +198,11 @@ static void picks(void) {
       d.geom = *fp8moe_contract_quant_geometry(formats[f]);
       EXPECT(kernel_of(FP8MOE_GEMM1, 90, &d, dec) == FP8MOE_GEMM_DECODE &&
                  kernel_of(FP8MOE_GEMM2, 90, &d, dec) == FP8MOE_GEMM_DECODE &&
-                 kernel_of(FP8MOE_GEMM1, 90, &d, str) == FP8MOE_GEMM_STREAM_SM90 &&
-                 kernel_of(FP8MOE_GEMM2, 90, &d, str) == FP8MOE_GEMM_STREAM_SM90,
-             "sweep decode row T=%lld H=%lld I=%lld E=%lld K=%lld format %d: the stream pair, else the register pair",
+                 kernel_of(FP8MOE_GEMM1, 90, &d, str) == FP8MOE_GEMM_DECODE &&
+                 kernel_of(FP8MOE_GEMM2, 90, &d, str) == FP8MOE_GEMM_DECODE &&
+                 kernel_of(FP8MOE_GEMM1, 90, &d, str | FP8MOE_PLAN_NEEDS_STREAM_PAYS) == FP8MOE_GEMM_STREAM_SM90 &&
+                 kernel_of(FP8MOE_GEMM2, 90, &d, str | FP8MOE_PLAN_NEEDS_STREAM_PAYS) == FP8MOE_GEMM_STREAM_SM90,
+             "sweep decode row T=%lld H=%lld I=%lld E=%lld K=%lld format %d: the register pair, the stream pair under l",
              (long long)sweep[i][0], (long long)sweep[i][1], (long long)sweep[i][2], (long long)sweep[i][3],
              (long long)sweep[i][4], (int)formats[f]);
     }
@@ -555,6 +558,81 @@ static void route_v1_switch(void) {
   unsetenv("FP8MOE_CUDA_GEMM_FALLBACK");
 }
 
+/* The size rule (src/cuda/cuda_plan.c k_size_rule) on the bench's model shapes (T, H, I, E, K) and 132 SMs: the
+ * kernel each measured point ran faster with (docs/PERFORMANCE.md, 2026-12-03), and each threshold's edge. */
+static void size_rule(void) {
+  const uint32_t ctx = FP8MOE_PLAN_NEEDS_TMA_ENC | FP8MOE_PLAN_NEEDS_SM90_GEMM1 | FP8MOE_PLAN_NEEDS_SM90_GEMM2 |
+                       FP8MOE_PLAN_NEEDS_DECODE_GRIDS | FP8MOE_PLAN_NEEDS_STREAM | FP8MOE_PLAN_NEEDS_GEMM1_PAIRS;
+  static const struct {
+    int64_t T, H, I;
+    int32_t E, K, kernel;
+    const char* what;
+  } k[] = {
+      {1, 7168, 2048, 256, 8, FP8MOE_GEMM_STREAM_SM90, "deepseek-v3 T=1"},
+      {16, 7168, 2048, 256, 8, FP8MOE_GEMM_STREAM_SM90, "deepseek-v3 T=16"},
+      {1, 7168, 2048, 384, 8, FP8MOE_GEMM_STREAM_SM90, "kimi-k2 T=1"},
+      {1, 4096, 1536, 128, 8, FP8MOE_GEMM_STREAM_SM90, "qwen3-235b-a22b T=1 (128 units)"},
+      {1, 4096, 1408, 128, 8, FP8MOE_GEMM_STREAM_SM90, "glm-4.5-air T=1"},
+      {1, 2048, 768, 128, 8, FP8MOE_GEMM_DECODE, "qwen3-30b-a3b T=1 (I = 768)"},
+      {8, 2048, 768, 128, 8, FP8MOE_GEMM_DECODE, "qwen3-30b-a3b T=8"},
+      {1, 5120, 8192, 16, 1, FP8MOE_GEMM_DECODE, "llama4-scout T=1 (20 units)"},
+      {4, 5120, 8192, 16, 1, FP8MOE_GEMM_DECODE, "llama4-scout T=4 (80 units < 99)"},
+      {5, 5120, 8192, 16, 1, FP8MOE_GEMM_STREAM_SM90, "llama4-scout T=5 (100 units >= 99)"},
+      {1, 4096, 14336, 8, 2, FP8MOE_GEMM_DECODE, "mixtral-8x7b T=1 (32 units)"},
+      {1, 4096, 1024, 128, 8, FP8MOE_GEMM_STREAM_SM90, "I = 1024 (the threshold), 128 units"},
+      {1, 4096, 1008, 128, 8, FP8MOE_GEMM_DECODE, "I = 1008, 128 units"},
+  };
+  for (size_t i = 0; i < sizeof k / sizeof k[0]; ++i) {
+    const fp8moe_problem p = problem(k[i].T, k[i].H, k[i].I, k[i].E, k[i].K, 0x10000);
+    if (fp8moe_cuda_plan_regime(&p) != FP8MOE_M_TINY) {
+      EXPECT(k[i].kernel == FP8MOE_GEMM_DECODE && fp8moe_cuda_plan_regime(&p) == FP8MOE_M_SMALL,
+             "%s: not TINY where the table says TINY", k[i].what);
+      continue;
+    }
+    EXPECT(kernel_of(FP8MOE_GEMM1, 90, &p, ctx) == k[i].kernel && kernel_of(FP8MOE_GEMM2, 90, &p, ctx) == k[i].kernel,
+           "%s: kernel %d expected, got %d / %d", k[i].what, (int)k[i].kernel,
+           (int)kernel_of(FP8MOE_GEMM1, 90, &p, ctx), (int)kernel_of(FP8MOE_GEMM2, 90, &p, ctx));
+    EXPECT(kernel_of(FP8MOE_GEMM1, 90, &p, ctx | FP8MOE_PLAN_NEEDS_STREAM_PAYS) == FP8MOE_GEMM_STREAM_SM90,
+           "%s: the stream pair where the context offers it everywhere (l)", k[i].what);
+    EXPECT(kernel_of(FP8MOE_GEMM1, 90, &p, ctx & ~FP8MOE_PLAN_NEEDS_DECODE_GRIDS) == FP8MOE_GEMM_STREAM_SM90,
+           "%s: the stream pair where the register pair's grids do not fit", k[i].what);
+  }
+  /* the units' threshold scales with the SM count: 20 units are ≥ ¾ of 26 SMs, not of 27 */
+  const fp8moe_problem scout = problem(1, 5120, 8192, 16, 1, 0x10000);
+  const uint32_t o = FP8MOE_PLAN_NEEDS_STREAM_PAYS;
+  EXPECT((fp8moe_cuda_plan_offers(&scout, ctx, 26) & o) && !(fp8moe_cuda_plan_offers(&scout, ctx, 27) & o),
+         "llama4-scout T=1: 20 GEMM2 units pay on 26 SMs, not on 27");
+  /* the 128-row GEMM1: from 64 rows per expert, or from 32 at H ≥ 7168 */
+  static const struct {
+    int64_t T, H, I;
+    int32_t E, K, kernel;
+    const char* what;
+  } g[] = {
+      {1024, 7168, 2048, 256, 8, FP8MOE_GEMM_WGMMA128_SM90, "deepseek-v3 T=1024 (32 rows per expert)"},
+      {512, 2048, 768, 128, 8, FP8MOE_GEMM_WGMMA_SM90, "qwen3-30b-a3b T=512 (32)"},
+      {1023, 4096, 1536, 128, 8, FP8MOE_GEMM_WGMMA_SM90, "qwen3-235b-a22b T=1023 (63.9)"},
+      {1024, 4096, 1536, 128, 8, FP8MOE_GEMM_WGMMA128_SM90, "qwen3-235b-a22b T=1024 (64)"},
+      {512, 4096, 14336, 8, 2, FP8MOE_GEMM_WGMMA128_SM90, "mixtral-8x7b T=512 (128)"},
+      {768, 6144, 2048, 256, 8, FP8MOE_GEMM_WGMMA_SM90, "deepseek-v3 T=768 (24 rows per expert: MEDIUM, no 128-row row)"},
+      {1024, 7040, 2048, 256, 8, FP8MOE_GEMM_WGMMA_SM90, "H = 7040 at 32 rows per expert"},
+  };
+  for (size_t i = 0; i < sizeof g / sizeof g[0]; ++i) {
+    const fp8moe_problem p = problem(g[i].T, g[i].H, g[i].I, g[i].E, g[i].K, 0x10000);
+    EXPECT(kernel_of(FP8MOE_GEMM1, 90, &p, ctx) == g[i].kernel, "%s: GEMM1 kernel %d expected, got %d", g[i].what,
+           (int)g[i].kernel, (int)kernel_of(FP8MOE_GEMM1, 90, &p, ctx));
+    EXPECT(fp8moe_cuda_plan_regime(&p) != FP8MOE_M_LARGE ||
+               kernel_of(FP8MOE_GEMM1, 90, &p, ctx | FP8MOE_PLAN_NEEDS_PAIRS_PAY) == FP8MOE_GEMM_WGMMA128_SM90,
+           "%s: the 128-row GEMM1 where the context offers it everywhere (l)", g[i].what);
+  }
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "l", 1);
+  const uint32_t l = fp8moe_cuda_plan_context_offers(1, 1, 1);
+  unsetenv("FP8MOE_CUDA_GEMM_FALLBACK");
+  const uint32_t none = fp8moe_cuda_plan_context_offers(1, 1, 1);
+  EXPECT(l == (none | FP8MOE_PLAN_NEEDS_STREAM_PAYS | FP8MOE_PLAN_NEEDS_PAIRS_PAY) && !(none & o) &&
+             !(none & FP8MOE_PLAN_NEEDS_PAIRS_PAY),
+         "FALLBACK=l: both size rules off (0x%x vs 0x%x)", (unsigned)l, (unsigned)none);
+}
+
 /* The pair list's bounds, the same for both 128-row GEMMs (offers includes their pair bit): max_tiles =
  * ceil(T·K/64) + E_local ≤ FP8MOE_GEMM1_PAIR_MAX_TILES takes the 128-row kernel, one tile past it and
  * E_local past FP8MOE_GEMM1_PAIR_MAX_EXPERTS (at LARGE, max_tiles within the cap) the 64-row wgmma kernel. */
@@ -615,7 +693,7 @@ static void gemm1_pairs(void) {
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "1", 1);
   o = fp8moe_cuda_plan_context_offers(1, 1, 1);
   EXPECT(kernel_of(FP8MOE_GEMM1, 90, &big, o) == FP8MOE_GEMM_MMA_SYNC, "FALLBACK=1: mma.sync");
-  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "12dpcsqruomnkjwxy", 1);
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "12dpcsqruomnkjwxyl", 1);
   EXPECT(fp8moe_cuda_plan_context_offers(1, 1, 1) & FP8MOE_PLAN_NEEDS_GEMM1_PAIRS, "the other letters: still offered");
   unsetenv("FP8MOE_CUDA_GEMM_FALLBACK");
   /* The grouped order over pairs keeps a group's A rows: half the tiles. */
@@ -698,7 +776,7 @@ static void gemm2_pairs(void) {
   EXPECT(kernel_of(FP8MOE_GEMM2, 90, &big, o) == FP8MOE_GEMM_WGMMA128_SM90 &&
              kernel_of(FP8MOE_GEMM1, 90, &big, o) == FP8MOE_GEMM_WGMMA_SM90,
          "FALLBACK=iv: the 128-row GEMM2 with the 64-row GEMM1");
-  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "12dpcsqruomnkjwxyv", 1);
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "12dpcsqruomnkjwxyvl", 1);
   EXPECT(!(fp8moe_cuda_plan_context_offers(1, 1, 1) & FP8MOE_PLAN_NEEDS_GEMM2_PAIRS), "the other letters: not offered");
   unsetenv("FP8MOE_CUDA_GEMM_FALLBACK");
 }
@@ -750,6 +828,7 @@ static void pair_lists(void) {
 
 int main(void) {
   gemm1_pairs();
+  size_rule();
   gemm2_pairs();
   pair_lists();
   route_v1_switch();

@@ -305,10 +305,11 @@ static void regression_nonfinite(suite* s) {
     }
 }
 
-/* The kernel plan's decode rows (docs/GPU.md, at most half a row per expert: 2·T·K ≤ E): on the default
- * context of an H200 the stream pair (kernels/gemm/gemm_stream_sm90.cu: a TMA weight ring across units,
- * stream-K splits fixed up through the workspace), under FP8MOE_CUDA_GEMM_FALLBACK=k (test_gpu_sweep_stream_k)
- * the register pair: every format, (a) one expert holding 12
+/* The kernel plan's decode rows (docs/GPU.md, at most half a row per expert: 2·T·K ≤ E): these experts are far
+ * below the plan's size rule, so the default context runs the register pair (as FP8MOE_CUDA_GEMM_FALLBACK=k,
+ * test_gpu_sweep_stream_k) and FALLBACK=l (test_gpu_sweep_sizes_l) on an H200 the stream pair
+ * (kernels/gemm/gemm_stream_sm90.cu: a TMA weight ring across units, stream-K splits fixed up through the
+ * workspace): every format, (a) one expert holding 12
  * of a tile's 16 rows (both token halves) with H = 384, so one consumer warp of each CTA has no K block and
  * GEMM2's warps split 2 blocks unevenly, mixed scale dtypes; (b) 16 tokens over 128 experts, more items than
  * resident CTAs (each CTA's ring runs on into its next items), e4m3 input with f16 scales, GeGLU and up-first
@@ -410,7 +411,7 @@ static void decode_rows_on(suite* s, const char* tag) {
   }
 }
 
-/* The decode rows on the default context (on cc 9.0 the stream pair, elsewhere the register pair). */
+/* The decode rows on the suite's context (the register pair; under FALLBACK=l on cc 9.0 the stream pair). */
 static void decode_rows(suite* s) { decode_rows_on(s, "decode"); }
 
 /* docs/TESTING.md 11: PRECOMPUTED with an out-of-range id: the GPU skips and counts it; the CPU oracle gets the
@@ -685,8 +686,8 @@ int main(int argc, char** argv) {
     regression_shards(&s);
     graph_capture(&s, 0);
     graph_capture(&s, 1024);
-    graph_capture(&s, 4); /* 2·T·K ≤ E: the decode rows (on cc 9.0 the stream pair: its counters and split
-                             fixup must give the same bits on every replay) */
+    graph_capture(&s, 4); /* 2·T·K ≤ E: the decode rows (under FALLBACK=l on cc 9.0 the stream pair: its
+                             counters and split fixup must give the same bits on every replay) */
     two_streams(&s);
     }
     printf("max rel_err vs CPU: FP8_PER_TENSOR %.3e, FP8_BLOCK128 %.3e, FP8_PER_CHANNEL %.3e\n", s.max_rel[0],

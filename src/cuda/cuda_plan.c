@@ -23,6 +23,8 @@
  * cp.async gather; DECODE_SHAPES, whose block-scale bound the stream kernels do not need but is far above
  * every model's). */
 #define STR (FP8MOE_PLAN_NEEDS_STREAM | TMA_W13 | TMA_W2 | TMA_ENC | FP8MOE_PLAN_NEEDS_DECODE_SHAPES)
+/* At ≤ ½ row per expert the stream pair only where the size rule says it beats the register pair. */
+#define PAYS FP8MOE_PLAN_NEEDS_STREAM_PAYS
 
 static const fp8moe_plan_row k_rows[] = {
     /* gemm, cc range, regime, kernel, tile_m, stages, needs, why */
@@ -32,11 +34,12 @@ static const fp8moe_plan_row k_rows[] = {
      * expert. A bulk-copy (cp.async.bulk ring) kind was slower and racecheck flagged it: removed (docs/GPU.md). */
     /* The stream pair (docs/GPU.md "Weight-streaming decode GEMMs"): one persistent CTA per SM keeps 192 KB
      * of weight boxes in flight (Little's law asks ~70 KB per SM at the H200's loaded latency), stream-K
-     * removes the register path's wave quantization; predicted ≥ 0.85 of the streaming read at T = 1, not
-     * yet measured. The register pair stays next ("k" switches to it). */
-    {FP8MOE_GEMM1, 90, 90, FP8MOE_M_TINY, FP8MOE_GEMM_STREAM_SM90, 16, FP8MOE_STREAM_STAGES, STR,
+     * removes the register path's wave quantization. Measured on an H200 (docs/PERFORMANCE.md): ahead of the
+     * register pair where experts are large and active enough (the size rule, PAYS), behind on small or few
+     * experts, where the register pair, next, takes over ("k" switches to it everywhere). */
+    {FP8MOE_GEMM1, 90, 90, FP8MOE_M_TINY, FP8MOE_GEMM_STREAM_SM90, 16, FP8MOE_STREAM_STAGES, STR | PAYS,
      "decode on Hopper: TMA weight ring → swap-AB wgmma, stream-K; 128 gate + 128 up rows per unit"},
-    {FP8MOE_GEMM2, 90, 90, FP8MOE_M_TINY, FP8MOE_GEMM_STREAM_SM90, 16, FP8MOE_STREAM_STAGES, STR,
+    {FP8MOE_GEMM2, 90, 90, FP8MOE_M_TINY, FP8MOE_GEMM_STREAM_SM90, 16, FP8MOE_STREAM_STAGES, STR | PAYS,
      "decode on Hopper: TMA weight ring → swap-AB wgmma, stream-K; 256 output columns per unit"},
     {FP8MOE_GEMM1, 90, 999, FP8MOE_M_TINY, FP8MOE_GEMM_DECODE, 16, 0, DEC,
      "decode, ≤ ½ row/expert: swap-AB weight streaming, 16 gate + 16 up rows per CTA, clusters of 8"},
@@ -51,8 +54,8 @@ static const fp8moe_plan_row k_rows[] = {
      * layout's 64-row tiles). Measured on an H200 (docs/PERFORMANCE.md, 2026-12-03): GEMM1 12–21 % faster
      * than the 64-row kernel at T = 2048 and 8192 on deepseek-v3 and mixtral-8x7b; "v" switches it off. */
     {FP8MOE_GEMM1, 90, 90, FP8MOE_M_LARGE, FP8MOE_GEMM_WGMMA128_SM90, 64, 4,
-     TMA_W13 | TMA_ENC | ON1 | FP8MOE_PLAN_NEEDS_GEMM1_PAIRS | FP8MOE_PLAN_NEEDS_PAIR_TILES,
-     "Hopper, ≥32 rows/expert: wgmma 128×(128 gate + 128 up) on pairs of 64-row tiles"},
+     TMA_W13 | TMA_ENC | ON1 | FP8MOE_PLAN_NEEDS_GEMM1_PAIRS | FP8MOE_PLAN_NEEDS_PAIR_TILES | FP8MOE_PLAN_NEEDS_PAIRS_PAY,
+     "Hopper, ≥64 rows/expert (≥32 at H ≥ 7168): wgmma 128×(128 gate + 128 up) on pairs of 64-row tiles"},
     {FP8MOE_GEMM1, 90, 90, FP8MOE_M_LARGE, FP8MOE_GEMM_WGMMA_SM90, 64, 4, TMA_W13 | TMA_ENC | ON1,
      "Hopper, ≥32 rows/expert: wgmma 64×(128 gate + 128 up), TMA weights, cp.async row gather"},
     /* The 128-row GEMM2 (docs/GPU.md "128-row GEMM2 items"): the GEMM1 pairs' arithmetic for W2, 48 KB per
@@ -145,6 +148,7 @@ uint32_t fp8moe_cuda_plan_context_offers(int have_tma_encoder, int have_decode_g
   if (have_stream_grid && (off == NULL || strchr(off, 'j') == NULL)) o |= FP8MOE_PLAN_NEEDS_STREAM_SMALL;
   if (off == NULL || strchr(off, 'v') == NULL) o |= FP8MOE_PLAN_NEEDS_GEMM1_PAIRS;
   if (off != NULL && strchr(off, 'i') != NULL) o |= FP8MOE_PLAN_NEEDS_GEMM2_PAIRS;
+  if (off != NULL && strchr(off, 'l') != NULL) o |= FP8MOE_PLAN_NEEDS_STREAM_PAYS | FP8MOE_PLAN_NEEDS_PAIRS_PAY;
   return o;
 }
 
@@ -237,13 +241,39 @@ static int decode_shapes_ok(const fp8moe_problem* p) {
          (p->H / p->geom.w_k <= FP8MOE_DECODE_MAX_KBLOCKS && p->I / p->geom.w_k <= FP8MOE_DECODE_MAX_KBLOCKS);
 }
 
-uint32_t fp8moe_cuda_plan_offers(const fp8moe_problem* p, uint32_t context_offers) {
+/* Measured on an H200 at T = 1–8 (docs/PERFORMANCE.md, 2026-12-03, "none" against "k"): the stream pair wins
+ * on deepseek-v3, kimi-k2 and qwen3-235b-a22b (I ≥ 1,536, ≥ 128 GEMM2 units), ties on glm-4.5-air T=1
+ * (I = 1,408, 128 units) and mixtral-8x7b T ≤ 2 (32–64 units), and loses on qwen3-30b-a3b (I = 768: by 1–8 µs
+ * at every T ≤ 8) and llama4-scout T ≤ 4 (20–80 units: 22 µs at T = 1, its GEMM2 35 against 18 µs). The
+ * 128-row GEMM1 (none against "v" at T = 512–1536): wins from 64 rows per expert on every shape, loses 3–14 %
+ * at 32–48 rows on qwen3-30b-a3b, qwen3-235b-a22b and glm-4.5-air (H ≤ 4,096), wins 8 % there on deepseek-v3
+ * (H = 7,168). */
+static const fp8moe_size_rule k_size_rule = {
+    1024, 3, 64, 7168, "the faster kernel of two that fit: stream pair and 128-row GEMM1 where they measured faster"};
+
+const fp8moe_size_rule* fp8moe_cuda_plan_size_rule(void) { return &k_size_rule; }
+
+static int stream_pays(const fp8moe_problem* p, int32_t sm_count) {
+  const int64_t tk = p->T * (int64_t)p->K, active = tk < p->E_local ? tk : p->E_local;
+  const int64_t units = active * ((p->H + 255) / 256);
+  return p->I >= k_size_rule.stream_min_I && 4 * units >= (int64_t)k_size_rule.stream_units_per_4_sms * sm_count;
+}
+
+static int pairs_pay(const fp8moe_problem* p) {
+  return p->T * (int64_t)p->K >= k_size_rule.pairs_min_rows * p->E || p->H >= k_size_rule.pairs_min_H;
+}
+
+uint32_t fp8moe_cuda_plan_offers(const fp8moe_problem* p, uint32_t context_offers, int32_t sm_count) {
   uint32_t o = context_offers;
+  const uint32_t register_pair = FP8MOE_PLAN_NEEDS_DECODE_GRIDS | FP8MOE_PLAN_NEEDS_DECODE_SHAPES;
   if (tma_ok(&p->w13)) o |= FP8MOE_PLAN_NEEDS_TMA_W13;
   if (tma_ok(&p->w2)) o |= FP8MOE_PLAN_NEEDS_TMA_W2;
   if (p->H % 256 == 0) o |= FP8MOE_PLAN_NEEDS_H256;
   if (decode_shapes_ok(p)) o |= FP8MOE_PLAN_NEEDS_DECODE_SHAPES;
   if (pair_tiles_ok(p)) o |= FP8MOE_PLAN_NEEDS_PAIR_TILES;
+  /* without the register pair the next TINY row is mma.sync, slower than either */
+  if (stream_pays(p, sm_count) || (o & register_pair) != register_pair) o |= FP8MOE_PLAN_NEEDS_STREAM_PAYS;
+  if (pairs_pay(p)) o |= FP8MOE_PLAN_NEEDS_PAIRS_PAY;
   return o;
 }
 

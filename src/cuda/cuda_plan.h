@@ -54,6 +54,11 @@ typedef enum fp8moe_m_regime {
                                              FP8MOE_GEMM1_PAIR_MAX_EXPERTS (the 128-row GEMM1's shared-memory pair
                                              list), and e4m3 hidden rows at most 2^32 − 1 bytes apart */
 #define FP8MOE_PLAN_NEEDS_GEMM2_PAIRS 4096u /* the 128-row GEMM2, opt-in: FP8MOE_CUDA_GEMM_FALLBACK names "i" */
+#define FP8MOE_PLAN_NEEDS_STREAM_PAYS 8192u /* at ≤ ½ row per expert the stream pair beats the register pair
+                                              (fp8moe_cuda_plan_size_rule), or the register pair is not offered,
+                                              or FP8MOE_CUDA_GEMM_FALLBACK names "l" */
+#define FP8MOE_PLAN_NEEDS_PAIRS_PAY 16384u /* the 128-row GEMM1 beats the 64-row one at this size
+                                             (fp8moe_cuda_plan_size_rule), or FP8MOE_CUDA_GEMM_FALLBACK names "l" */
 
 /* Context-level offers, decided once at context creation: TMA_ENC when the encoder was found, DECODE_GRIDS
  * when the decode GEMMs' grids fit, STREAM when the stream GEMMs' grid fits, and SM90_GEMM1/2
@@ -62,7 +67,8 @@ typedef enum fp8moe_m_regime {
  * next ones; a diagnostic and A/B switch, read only here); STREAM_SMALL when the
  * stream grid fits, unless it names "j"; GEMM1_PAIRS unless it names "v" (the 128-row GEMM1; "1" still
  * switches every sm90 GEMM1 off). Both were opt-in letters until measured on an H200 (2026-12-03). GEMM2_PAIRS
- * only where it names "i" (the 128-row GEMM2, opt-in until measured; "2" still switches every sm90 GEMM2 off). */
+ * only where it names "i" (the 128-row GEMM2, opt-in until measured; "2" still switches every sm90 GEMM2 off).
+ * STREAM_PAYS and PAIRS_PAY for every problem where it names "l": the size rule's A/B and test switch. */
 uint32_t fp8moe_cuda_plan_context_offers(int have_tma_encoder, int have_decode_grids, int have_stream_grid);
 
 /* Whether some stream row can match (cc, regime of p): the workspace then holds the stream GEMMs' partial
@@ -129,8 +135,23 @@ fp8moe_m_regime fp8moe_cuda_plan_regime(const fp8moe_problem* p);
 /* Tile rows for the workspace layout: the tile_m of the first GEMM1 row of (cc, regime). */
 int32_t fp8moe_cuda_plan_tile_m(int32_t cc, const fp8moe_problem* p);
 
-/* What the problem and the context satisfy (FP8MOE_PLAN_NEEDS_* bits). */
-uint32_t fp8moe_cuda_plan_offers(const fp8moe_problem* p, uint32_t context_offers);
+/* Where a kernel that fits is still not the faster one: the thresholds measured on an H200 (docs/GPU.md
+ * "Size rules", docs/PERFORMANCE.md 2026-12-03). At ≤ ½ row per expert the stream pair is taken only where
+ * I ≥ stream_min_I (smaller experts give units too short to amortize a unit's fixed costs) and the GEMM2
+ * units of the active experts, min(T·K, E_local)·⌈H/256⌉, reach stream_units_per_4_sms quarters of the SM
+ * count (fewer are cut into stream-K pieces that each pay a fixup); the 128-row GEMM1 only at ≥
+ * pairs_min_rows rows per expert (T·K/E) or H ≥ pairs_min_H. */
+typedef struct fp8moe_size_rule {
+  int64_t stream_min_I;
+  int32_t stream_units_per_4_sms;
+  int64_t pairs_min_rows;
+  int64_t pairs_min_H;
+  const char* why;
+} fp8moe_size_rule;
+const fp8moe_size_rule* fp8moe_cuda_plan_size_rule(void);
+
+/* What the problem and the context satisfy (FP8MOE_PLAN_NEEDS_* bits) on a device of sm_count SMs. */
+uint32_t fp8moe_cuda_plan_offers(const fp8moe_problem* p, uint32_t context_offers, int32_t sm_count);
 
 /* The row chosen for one GEMM: the first row of (gemm, cc, regime) whose needs ⊆ offers and whose tile_m is
  * the layout's. Never NULL for cc ≥ 90 (the mma.sync rows need nothing). */

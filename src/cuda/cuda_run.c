@@ -254,7 +254,7 @@ static int32_t experts(const fp8moe_cuda_impl* impl, const fp8moe_problem* p, co
   g->item_order = impl->gemm1_order;
   g->item_group = fp8moe_cuda_plan_sm90_group(p->H); /* e4m3: K bytes = H */
   g->max_clusters = impl->gemm1_clusters;
-  const uint32_t offers = fp8moe_cuda_plan_offers(p, impl->plan_offers);
+  const uint32_t offers = fp8moe_cuda_plan_offers(p, impl->plan_offers, impl->sm_count);
   const fp8moe_plan_row* k1 = fp8moe_cuda_plan_pick(FP8MOE_GEMM1, impl->compute_capability, p, offers);
   const fp8moe_plan_row* k2 = fp8moe_cuda_plan_pick(FP8MOE_GEMM2, impl->compute_capability, p, offers);
   RETURN_IF(k1 == NULL || k2 == NULL, err, FP8MOE_STATUS_DEVICE_ERROR,
