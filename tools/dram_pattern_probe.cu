@@ -1,0 +1,100 @@
+/* dram_pattern_probe — how fast HBM serves weight rows read W contiguous bytes at a time (docs/GPU.md
+ * "Weight-streaming decode GEMMs": the stream GEMMs' stage reads 256 weight rows × 128 bytes of K and the
+ * next 128 bytes of each row only a stage period later, ~1 µs, long after the DRAM page closed; they run at
+ * ~3.0–3.2 TB/s against the 4.65 TB/s of a linear read). The probe reads a [rows, row_bytes] byte matrix
+ * in pieces of W bytes (one row, W contiguous bytes), all rows' piece 0 before any row's piece 1, so no two
+ * pieces of a row are in flight together, and prints GB/s per W; W = row_bytes is the linear read. Same
+ * loads, same bytes in flight for every W (each thread 8 independent 16-byte loads), so a rate that rises
+ * with W measures DRAM page locality, not the load path.
+ *   dram_pattern_probe [row_bytes [rows]]     (default 7168 × 32768: deepseek-v3's 8 experts' W13 at T=1) */
+#include <cuda_runtime.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#define CHECK_CUDA(x)                                                               \
+  do {                                                                              \
+    cudaError_t e_ = (x);                                                           \
+    if (e_ != cudaSuccess) {                                                        \
+      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
+      return 1;                                                                     \
+    }                                                                               \
+  } while (0)
+
+enum { kUnroll = 8, kThreads = 512 };
+
+/* Warp-iteration g covers bytes [512 g, 512 g + 512) of the piece-major order; lane l its 16 bytes at
+ * 512 g + 16 l: piece p = byte / W (chunk c = p / rows of row r = p % rows), offset byte % W. */
+__global__ void __launch_bounds__(kThreads) piece_read(const uint8_t* __restrict__ base, int64_t rows,
+                                                      int64_t row_bytes, int64_t w, int64_t iters,
+                                                      unsigned long long* sink) {
+  const int64_t warps = (int64_t)gridDim.x * (kThreads / 32);
+  const int64_t warp = (int64_t)blockIdx.x * (kThreads / 32) + threadIdx.x / 32;
+  const int64_t lane_byte = 16 * (int64_t)(threadIdx.x % 32);
+  uint32_t acc = 0;
+  for (int64_t g0 = warp; g0 < iters; g0 += kUnroll * warps) {
+    uint4 v[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int64_t g = g0 + u * warps;
+      if (g < iters) {
+        const int64_t b = 512 * g + lane_byte, p = b / w, c = p / rows, r = p - c * rows;
+        v[u] = __ldcs((const uint4*)(base + r * row_bytes + c * w + (b - p * w)));
+      } else {
+        v[u] = make_uint4(0, 0, 0, 0);
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) acc ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
+  }
+  for (int o = 16; o; o >>= 1) acc ^= __shfl_xor_sync(0xffffffffu, acc, o);
+  if ((threadIdx.x & 31) == 0 && acc == 0x9E3779B9u) atomicXor(sink, (unsigned long long)acc);
+}
+
+static int cmp_float(const void* a, const void* b) {
+  const float x = *(const float*)a, y = *(const float*)b;
+  return (x > y) - (x < y);
+}
+
+int main(int argc, char** argv) {
+  const int64_t row_bytes = argc > 1 ? atoll(argv[1]) : 7168, rows = argc > 2 ? atoll(argv[2]) : 32768;
+  const int64_t bytes = row_bytes * rows;
+  if (row_bytes <= 0 || rows <= 0 || row_bytes % 512 != 0) {
+    fprintf(stderr, "row_bytes must be a positive multiple of 512\n");
+    return 2;
+  }
+  int sms = 0;
+  CHECK_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  uint8_t* buf = NULL;
+  unsigned long long* sink = NULL;
+  CHECK_CUDA(cudaMalloc((void**)&buf, (size_t)bytes));
+  CHECK_CUDA(cudaMalloc((void**)&sink, sizeof *sink));
+  CHECK_CUDA(cudaMemset(buf, 0x5A, (size_t)bytes));
+  cudaEvent_t t0, t1;
+  CHECK_CUDA(cudaEventCreate(&t0));
+  CHECK_CUDA(cudaEventCreate(&t1));
+  static const int64_t widths[] = {64, 128, 256, 512, 1024, 2048, 4096, 0};
+  printf("rows %lld x %lld B (%.1f MB), %d SMs x 4 CTAs x %d threads x %d loads of 16 B in flight\n",
+         (long long)rows, (long long)row_bytes, bytes / 1e6, sms, kThreads, kUnroll);
+  printf("| W (contiguous bytes per row per piece) | GB/s median of 9 | best |\n|---|---|---|\n");
+  for (size_t i = 0; i < sizeof widths / sizeof widths[0]; ++i) {
+    const int64_t w = widths[i] ? widths[i] : row_bytes;
+    if (row_bytes % w != 0) continue;
+    float gbs[9];
+    for (int rep = -1; rep < 9; ++rep) { /* rep -1 warms up; the 235 MB read evicts the 50 MB L2 */
+      CHECK_CUDA(cudaEventRecord(t0));
+      piece_read<<<4 * sms, kThreads>>>(buf, rows, row_bytes, w, bytes / 512, sink);
+      CHECK_CUDA(cudaEventRecord(t1));
+      CHECK_CUDA(cudaEventSynchronize(t1));
+      CHECK_CUDA(cudaGetLastError());
+      float ms = 0;
+      CHECK_CUDA(cudaEventElapsedTime(&ms, t0, t1));
+      if (rep >= 0) gbs[rep] = (float)(bytes / (ms * 1e6));
+    }
+    qsort(gbs, 9, sizeof gbs[0], cmp_float);
+    printf("| %lld%s | %.0f | %.0f |\n", (long long)w, w == row_bytes ? " (linear)" : "", gbs[4], gbs[8]);
+  }
+  CHECK_CUDA(cudaFree(buf));
+  CHECK_CUDA(cudaFree(sink));
+  return 0;
+}
