@@ -563,11 +563,12 @@ static void route_v1_switch(void) {
 static void size_rule(void) {
   const uint32_t ctx = FP8MOE_PLAN_NEEDS_TMA_ENC | FP8MOE_PLAN_NEEDS_SM90_GEMM1 | FP8MOE_PLAN_NEEDS_SM90_GEMM2 |
                        FP8MOE_PLAN_NEEDS_DECODE_GRIDS | FP8MOE_PLAN_NEEDS_STREAM | FP8MOE_PLAN_NEEDS_GEMM1_PAIRS;
-  static const struct {
+  typedef struct {
     int64_t T, H, I;
-    int32_t E, K, kernel;
+    int32_t E, K, kernel; /* the kernel each GEMM (the stream or register pair) / GEMM1 should take */
     const char* what;
-  } k[] = {
+  } shape_case;
+  static const shape_case k[] = {
       {1, 7168, 2048, 256, 8, FP8MOE_GEMM_STREAM_SM90, "deepseek-v3 T=1"},
       {16, 7168, 2048, 256, 8, FP8MOE_GEMM_STREAM_SM90, "deepseek-v3 T=16"},
       {1, 7168, 2048, 384, 8, FP8MOE_GEMM_STREAM_SM90, "kimi-k2 T=1"},
@@ -584,11 +585,7 @@ static void size_rule(void) {
   };
   for (size_t i = 0; i < sizeof k / sizeof k[0]; ++i) {
     const fp8moe_problem p = problem(k[i].T, k[i].H, k[i].I, k[i].E, k[i].K, 0x10000);
-    if (fp8moe_cuda_plan_regime(&p) != FP8MOE_M_TINY) {
-      EXPECT(k[i].kernel == FP8MOE_GEMM_DECODE && fp8moe_cuda_plan_regime(&p) == FP8MOE_M_SMALL,
-             "%s: not TINY where the table says TINY", k[i].what);
-      continue;
-    }
+    EXPECT(fp8moe_cuda_plan_regime(&p) == FP8MOE_M_TINY, "%s: TINY (the rule's regime)", k[i].what);
     EXPECT(kernel_of(FP8MOE_GEMM1, 90, &p, ctx) == k[i].kernel && kernel_of(FP8MOE_GEMM2, 90, &p, ctx) == k[i].kernel,
            "%s: kernel %d expected, got %d / %d", k[i].what, (int)k[i].kernel,
            (int)kernel_of(FP8MOE_GEMM1, 90, &p, ctx), (int)kernel_of(FP8MOE_GEMM2, 90, &p, ctx));
@@ -603,17 +600,13 @@ static void size_rule(void) {
   EXPECT((fp8moe_cuda_plan_offers(&scout, ctx, 26) & o) && !(fp8moe_cuda_plan_offers(&scout, ctx, 27) & o),
          "llama4-scout T=1: 20 GEMM2 units pay on 26 SMs, not on 27");
   /* the 128-row GEMM1: from 64 rows per expert, or from 32 at H ≥ 7168 */
-  static const struct {
-    int64_t T, H, I;
-    int32_t E, K, kernel;
-    const char* what;
-  } g[] = {
+  static const shape_case g[] = {
       {1024, 7168, 2048, 256, 8, FP8MOE_GEMM_WGMMA128_SM90, "deepseek-v3 T=1024 (32 rows per expert)"},
       {512, 2048, 768, 128, 8, FP8MOE_GEMM_WGMMA_SM90, "qwen3-30b-a3b T=512 (32)"},
       {1023, 4096, 1536, 128, 8, FP8MOE_GEMM_WGMMA_SM90, "qwen3-235b-a22b T=1023 (63.9)"},
       {1024, 4096, 1536, 128, 8, FP8MOE_GEMM_WGMMA128_SM90, "qwen3-235b-a22b T=1024 (64)"},
       {512, 4096, 14336, 8, 2, FP8MOE_GEMM_WGMMA128_SM90, "mixtral-8x7b T=512 (128)"},
-      {768, 6144, 2048, 256, 8, FP8MOE_GEMM_WGMMA_SM90, "deepseek-v3 T=768 (24 rows per expert: MEDIUM, no 128-row row)"},
+      {768, 6144, 2048, 256, 8, FP8MOE_GEMM_WGMMA_SM90, "H = 6144, T=768 (24 rows per expert: MEDIUM, no 128-row row)"},
       {1024, 7040, 2048, 256, 8, FP8MOE_GEMM_WGMMA_SM90, "H = 7040 at 32 rows per expert"},
   };
   for (size_t i = 0; i < sizeof g / sizeof g[0]; ++i) {
