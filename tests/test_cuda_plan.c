@@ -559,7 +559,8 @@ static void route_v1_switch(void) {
 }
 
 /* The size rule (src/cuda/cuda_plan.c k_size_rule) on the bench's model shapes (T, H, I, E, K) and 132 SMs: the
- * kernel each measured point ran faster with (docs/PERFORMANCE.md, 2026-12-03), and each threshold's edge. */
+ * rule's pick at the points measured on an H200 (docs/GPU.md "Size rules": each the faster kernel there or
+ * within ~2 %), and each threshold's edge, read from the rule. */
 static void size_rule(void) {
   const uint32_t ctx = FP8MOE_PLAN_NEEDS_TMA_ENC | FP8MOE_PLAN_NEEDS_SM90_GEMM1 | FP8MOE_PLAN_NEEDS_SM90_GEMM2 |
                        FP8MOE_PLAN_NEEDS_DECODE_GRIDS | FP8MOE_PLAN_NEEDS_STREAM | FP8MOE_PLAN_NEEDS_GEMM1_PAIRS;
@@ -580,8 +581,6 @@ static void size_rule(void) {
       {4, 5120, 8192, 16, 1, FP8MOE_GEMM_DECODE, "llama4-scout T=4 (80 units < 99)"},
       {5, 5120, 8192, 16, 1, FP8MOE_GEMM_STREAM_SM90, "llama4-scout T=5 (100 units >= 99)"},
       {1, 4096, 14336, 8, 2, FP8MOE_GEMM_DECODE, "mixtral-8x7b T=1 (32 units)"},
-      {1, 4096, 1024, 128, 8, FP8MOE_GEMM_STREAM_SM90, "I = 1024 (the threshold), 128 units"},
-      {1, 4096, 1008, 128, 8, FP8MOE_GEMM_DECODE, "I = 1008, 128 units"},
   };
   for (size_t i = 0; i < sizeof k / sizeof k[0]; ++i) {
     const fp8moe_problem p = problem(k[i].T, k[i].H, k[i].I, k[i].E, k[i].K, 0x10000);
@@ -594,20 +593,34 @@ static void size_rule(void) {
     EXPECT(kernel_of(FP8MOE_GEMM1, 90, &p, ctx & ~FP8MOE_PLAN_NEEDS_DECODE_GRIDS) == FP8MOE_GEMM_STREAM_SM90,
            "%s: the stream pair where the register pair's grids do not fit", k[i].what);
   }
+  /* the I threshold's edge, at 128 GEMM2 units */
+  const fp8moe_size_rule* rule = fp8moe_cuda_plan_size_rule();
+  const fp8moe_problem at_i = problem(1, 4096, rule->stream_min_I, 128, 8, 0x10000),
+                       below_i = problem(1, 4096, rule->stream_min_I - 16, 128, 8, 0x10000);
+  EXPECT(kernel_of(FP8MOE_GEMM1, 90, &at_i, ctx) == FP8MOE_GEMM_STREAM_SM90 &&
+             kernel_of(FP8MOE_GEMM1, 90, &below_i, ctx) == FP8MOE_GEMM_DECODE,
+         "I = %lld: the stream pair, I = %lld: the register pair", (long long)rule->stream_min_I,
+         (long long)rule->stream_min_I - 16);
+  /* an expert-parallel shard counts its expected share of the routed rows: deepseek-v3 over 8 GPUs (E_local =
+   * 32) at T = 1 has ~1 active local expert (28 units), at T = 8 ~8 (224 units) */
+  fp8moe_problem shard1 = problem(1, 7168, 2048, 256, 8, 0x10000), shard8 = problem(8, 7168, 2048, 256, 8, 0x10000);
+  shard1.E_local = shard8.E_local = 32;
+  shard1.w13.shape[0] = shard1.w2.shape[0] = shard8.w13.shape[0] = shard8.w2.shape[0] = 32;
+  EXPECT(kernel_of(FP8MOE_GEMM1, 90, &shard1, ctx) == FP8MOE_GEMM_DECODE &&
+             kernel_of(FP8MOE_GEMM1, 90, &shard8, ctx) == FP8MOE_GEMM_STREAM_SM90,
+         "deepseek-v3 shard of 32 experts: T=1 the register pair, T=8 the stream pair");
   /* the units' threshold scales with the SM count: 20 units are ≥ ¾ of 26 SMs, not of 27 */
   const fp8moe_problem scout = problem(1, 5120, 8192, 16, 1, 0x10000);
   const uint32_t o = FP8MOE_PLAN_NEEDS_STREAM_PAYS;
   EXPECT((fp8moe_cuda_plan_offers(&scout, ctx, 26) & o) && !(fp8moe_cuda_plan_offers(&scout, ctx, 27) & o),
          "llama4-scout T=1: 20 GEMM2 units pay on 26 SMs, not on 27");
-  /* the 128-row GEMM1: from 64 rows per expert, or from 32 at H ≥ 7168 */
+  /* the 128-row GEMM1: from 64 rows per expert, or from 32 at H ≥ 7168 (the edges read from the rule) */
   static const shape_case g[] = {
       {1024, 7168, 2048, 256, 8, FP8MOE_GEMM_WGMMA128_SM90, "deepseek-v3 T=1024 (32 rows per expert)"},
       {512, 2048, 768, 128, 8, FP8MOE_GEMM_WGMMA_SM90, "qwen3-30b-a3b T=512 (32)"},
-      {1023, 4096, 1536, 128, 8, FP8MOE_GEMM_WGMMA_SM90, "qwen3-235b-a22b T=1023 (63.9)"},
       {1024, 4096, 1536, 128, 8, FP8MOE_GEMM_WGMMA128_SM90, "qwen3-235b-a22b T=1024 (64)"},
       {512, 4096, 14336, 8, 2, FP8MOE_GEMM_WGMMA128_SM90, "mixtral-8x7b T=512 (128)"},
       {768, 6144, 2048, 256, 8, FP8MOE_GEMM_WGMMA_SM90, "H = 6144, T=768 (24 rows per expert: MEDIUM, no 128-row row)"},
-      {1024, 7040, 2048, 256, 8, FP8MOE_GEMM_WGMMA_SM90, "H = 7040 at 32 rows per expert"},
   };
   for (size_t i = 0; i < sizeof g / sizeof g[0]; ++i) {
     const fp8moe_problem p = problem(g[i].T, g[i].H, g[i].I, g[i].E, g[i].K, 0x10000);
@@ -617,6 +630,18 @@ static void size_rule(void) {
                kernel_of(FP8MOE_GEMM1, 90, &p, ctx | FP8MOE_PLAN_NEEDS_PAIRS_PAY) == FP8MOE_GEMM_WGMMA128_SM90,
            "%s: the 128-row GEMM1 where the context offers it everywhere (l)", g[i].what);
   }
+  const int64_t rows_edge = rule->pairs_min_rows * 128 / 8; /* T of pairs_min_rows rows per expert at E = 128, K = 8 */
+  const fp8moe_problem at_rows = problem(rows_edge, 4096, 1536, 128, 8, 0x10000),
+                       below_rows = problem(rows_edge - 1, 4096, 1536, 128, 8, 0x10000),
+                       at_h = problem(1024, rule->pairs_min_H, 2048, 256, 8, 0x10000),
+                       below_h = problem(1024, rule->pairs_min_H - 128, 2048, 256, 8, 0x10000);
+  EXPECT(kernel_of(FP8MOE_GEMM1, 90, &at_rows, ctx) == FP8MOE_GEMM_WGMMA128_SM90 &&
+             kernel_of(FP8MOE_GEMM1, 90, &below_rows, ctx) == FP8MOE_GEMM_WGMMA_SM90,
+         "%lld rows per expert: the 128-row GEMM1, just below: the 64-row one", (long long)rule->pairs_min_rows);
+  EXPECT(kernel_of(FP8MOE_GEMM1, 90, &at_h, ctx) == FP8MOE_GEMM_WGMMA128_SM90 &&
+             kernel_of(FP8MOE_GEMM1, 90, &below_h, ctx) == FP8MOE_GEMM_WGMMA_SM90,
+         "32 rows per expert: H = %lld the 128-row GEMM1, H = %lld the 64-row one", (long long)rule->pairs_min_H,
+         (long long)rule->pairs_min_H - 128);
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "l", 1);
   const uint32_t l = fp8moe_cuda_plan_context_offers(1, 1, 1);
   unsetenv("FP8MOE_CUDA_GEMM_FALLBACK");

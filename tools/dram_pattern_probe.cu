@@ -2,10 +2,11 @@
  * "Weight-streaming decode GEMMs": the stream GEMMs' stage reads 256 weight rows × 128 bytes of K and the
  * next 128 bytes of each row only a stage period later, ~1 µs, long after the DRAM page closed; they run at
  * ~3.0–3.2 TB/s against the 4.65 TB/s of a linear read). The probe reads a [rows, row_bytes] byte matrix
- * in pieces of W bytes (one row, W contiguous bytes), all rows' piece 0 before any row's piece 1, so no two
- * pieces of a row are in flight together, and prints GB/s per W; W = row_bytes is the linear read. Same
- * loads, same bytes in flight for every W (each thread 8 independent 16-byte loads), so a rate that rises
- * with W measures DRAM page locality, not the load path.
+ * in pieces of W bytes (one row, W contiguous bytes), all rows' piece c before any row's piece c + 1, so
+ * requests to one row are rows × W bytes of issue apart (as a stream GEMM's stage period apart), and prints
+ * GB/s per W; W = row_bytes is the linear read. Same loads, same bytes in flight for every W (each thread 8
+ * independent 16-byte loads, the grid sized by the occupancy), so a rate that rises with W measures DRAM
+ * page locality, not the load path.
  *   dram_pattern_probe [row_bytes [rows]]     (default 7168 × 32768: deepseek-v3's 8 experts' W13 at T=1) */
 #include <cuda_runtime.h>
 #include <stdint.h>
@@ -73,17 +74,22 @@ int main(int argc, char** argv) {
   cudaEvent_t t0, t1;
   CHECK_CUDA(cudaEventCreate(&t0));
   CHECK_CUDA(cudaEventCreate(&t1));
-  static const int64_t widths[] = {64, 128, 256, 512, 1024, 2048, 4096, 0};
-  printf("rows %lld x %lld B (%.1f MB), %d SMs x 4 CTAs x %d threads x %d loads of 16 B in flight\n",
-         (long long)rows, (long long)row_bytes, bytes / 1e6, sms, kThreads, kUnroll);
+  int per_sm = 0;
+  CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, piece_read, kThreads, 0));
+  if (per_sm < 1) per_sm = 1;
+  /* the widths that divide the default 7,168-byte rows and the 2,048-byte ones, then the linear read (0) */
+  static const int64_t widths[] = {64, 128, 256, 512, 1024, 1792, 2048, 3584, 4096, 0};
+  printf("rows %lld x %lld B (%.1f MB), %d SMs x %d CTAs x %d threads x %d loads of 16 B in flight (%.0f KB per SM)\n",
+         (long long)rows, (long long)row_bytes, bytes / 1e6, sms, per_sm, kThreads, kUnroll,
+         per_sm * kThreads * kUnroll * 16 / 1024.0);
   printf("| W (contiguous bytes per row per piece) | GB/s median of 9 | best |\n|---|---|---|\n");
   for (size_t i = 0; i < sizeof widths / sizeof widths[0]; ++i) {
     const int64_t w = widths[i] ? widths[i] : row_bytes;
-    if (row_bytes % w != 0) continue;
+    if (row_bytes % w != 0 || (widths[i] && w == row_bytes)) continue; /* the linear read once, last */
     float gbs[9];
     for (int rep = -1; rep < 9; ++rep) { /* rep -1 warms up; the 235 MB read evicts the 50 MB L2 */
       CHECK_CUDA(cudaEventRecord(t0));
-      piece_read<<<4 * sms, kThreads>>>(buf, rows, row_bytes, w, bytes / 512, sink);
+      piece_read<<<per_sm * sms, kThreads>>>(buf, rows, row_bytes, w, bytes / 512, sink);
       CHECK_CUDA(cudaEventRecord(t1));
       CHECK_CUDA(cudaEventSynchronize(t1));
       CHECK_CUDA(cudaGetLastError());

@@ -241,20 +241,22 @@ static int decode_shapes_ok(const fp8moe_problem* p) {
          (p->H / p->geom.w_k <= FP8MOE_DECODE_MAX_KBLOCKS && p->I / p->geom.w_k <= FP8MOE_DECODE_MAX_KBLOCKS);
 }
 
-/* Measured on an H200 at T = 1–8 (docs/PERFORMANCE.md, 2026-12-03, "none" against "k"): the stream pair wins
- * on deepseek-v3, kimi-k2 and qwen3-235b-a22b (I ≥ 1,536, ≥ 128 GEMM2 units), ties on glm-4.5-air T=1
- * (I = 1,408, 128 units) and mixtral-8x7b T ≤ 2 (32–64 units), and loses on qwen3-30b-a3b (I = 768: by 1–8 µs
- * at every T ≤ 8) and llama4-scout T ≤ 4 (20–80 units: 22 µs at T = 1, its GEMM2 35 against 18 µs). The
- * 128-row GEMM1 (none against "v" at T = 512–1536): wins from 64 rows per expert on every shape, loses 3–14 %
- * at 32–48 rows on qwen3-30b-a3b, qwen3-235b-a22b and glm-4.5-air (H ≤ 4,096), wins 8 % there on deepseek-v3
- * (H = 7,168). */
+/* Measured on an H200 at T = 1–8 (docs/GPU.md "Size rules" has the numbers; "none" against "k"): the stream
+ * pair wins on deepseek-v3, kimi-k2 and qwen3-235b-a22b (I ≥ 1,536, ≥ 128 GEMM2 units), ties on glm-4.5-air
+ * T=1 (I = 1,408, 128 units: 1.3 µs behind) and mixtral-8x7b T ≤ 2 (32–64 units), and loses on qwen3-30b-a3b
+ * (I = 768: 0.3–7.5 µs at every T ≤ 8) and llama4-scout T ≤ 4 (20–80 units: 22 µs at T = 1, its GEMM2 35
+ * against 18 µs). The 128-row GEMM1 (none against "v" at T = 512–1536): wins from 64 rows per expert on every
+ * shape, loses 3–14 % at 32 rows and on qwen3 at 48 on qwen3-30b-a3b, qwen3-235b-a22b and glm-4.5-air
+ * (H ≤ 4,096; glm at 48 rows a tie), wins 8 % there on deepseek-v3 (H = 7,168). */
 static const fp8moe_size_rule k_size_rule = {
     1024, 3, 64, 7168, "the faster kernel of two that fit: stream pair and 128-row GEMM1 where they measured faster"};
 
 const fp8moe_size_rule* fp8moe_cuda_plan_size_rule(void) { return &k_size_rule; }
 
 static int stream_pays(const fp8moe_problem* p, int32_t sm_count) {
-  const int64_t tk = p->T * (int64_t)p->K, active = tk < p->E_local ? tk : p->E_local;
+  /* the shard's expected share of the routed rows (T·K·E_local/E), each on its own expert at best */
+  const int64_t tk = p->T * (int64_t)p->K, local = (tk * p->E_local + p->E - 1) / p->E;
+  const int64_t active = local < p->E_local ? local : p->E_local;
   const int64_t units = active * ((p->H + 255) / 256);
   return p->I >= k_size_rule.stream_min_I && 4 * units >= (int64_t)k_size_rule.stream_units_per_4_sms * sm_count;
 }
