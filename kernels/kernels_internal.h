@@ -214,9 +214,6 @@ typedef struct fp8moe_gemm1_args {
                                   clusters (fp8moe_prepare_gemm1_sm90_clusters); 0 the one-CTA kernel */
   float* stream_partials;      /* stream kernels only: [FP8MOE_STREAM_MAX_CTAS][2][FP8MOE_STREAM_PARTIAL_FLOATS] */
   uint32_t* stream_counters;   /* stream kernels only: [FP8MOE_STREAM_MAX_CTAS], zero at the kernel's start */
-  int32_t stream_w_run;        /* stream kernels only: at every stream_w_run-th K block of a unit the producer also
-                                  prefetches the next stream_w_run − 1 blocks' weight boxes into L2, so DRAM sees
-                                  runs of that many 128-byte pieces of each row together (≤ 1: off) */
 } fp8moe_gemm1_args;
 int fp8moe_launch_gemm1(const fp8moe_gemm1_args* a, cudaStream_t stream);
 /* sm_90a: needs tile_m 64, w 16-byte aligned with strides multiples of 16, a->tma_encode; encodes the weight
@@ -274,7 +271,6 @@ typedef struct fp8moe_gemm2_args {
                                   clusters (fp8moe_prepare_gemm2_sm90_clusters); 0 the one-CTA kernel */
   float* stream_partials;      /* stream kernels only, as GEMM1 (the two kernels share the slices) */
   uint32_t* stream_counters;
-  int32_t stream_w_run;        /* as GEMM1's */
 } fp8moe_gemm2_args;
 int fp8moe_launch_gemm2(const fp8moe_gemm2_args* a, cudaStream_t stream);
 int fp8moe_prepare_gemm2(void); /* as fp8moe_prepare_gemm1 */

@@ -33,11 +33,6 @@ if(FP8MOE_WITH_CUDA AND TARGET fp8moe_test_ref)
   add_test(NAME test_gpu_sweep_sizes_l COMMAND test_gpu_sweep)
   set_tests_properties(test_gpu_sweep_sizes_l PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600 LABELS gpu
                        ENVIRONMENT "FP8MOE_LIBRARY=$<TARGET_FILE:fp8moe>;FP8MOE_CUDA_GEMM_FALLBACK=l")
-  # The stream GEMMs' L2 run prefetch (opt-in "f", docs/GPU.md "Weight-streaming decode GEMMs"), with "l" so that
-  # the sweep's small decode rows reach the stream pair: a hint only, the same results.
-  add_test(NAME test_gpu_sweep_stream_lf COMMAND test_gpu_sweep --quick)
-  set_tests_properties(test_gpu_sweep_stream_lf PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600 LABELS gpu
-                       ENVIRONMENT "FP8MOE_LIBRARY=$<TARGET_FILE:fp8moe>;FP8MOE_CUDA_GEMM_FALLBACK=lf")
   # And with the routing's and the prologue's slot list's previous instruction sequences (FALLBACK 'w', the A/B
   # switch of the small-T critical-path rework; docs/GPU.md "Routing's critical path").
   add_test(NAME test_gpu_sweep_route_v1 COMMAND test_gpu_sweep --quick)

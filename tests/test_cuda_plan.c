@@ -651,21 +651,6 @@ static void size_rule(void) {
          "FALLBACK=l: both size rules off (0x%x vs 0x%x)", (unsigned)l, (unsigned)none);
 }
 
-/* The stream GEMMs' L2 run prefetch (opt-in A/B): 1 unless FALLBACK names "f" (4) or "h" (8, wins over "f"). */
-static void stream_w_run_switch(void) {
-  static const struct {
-    const char* env;
-    int32_t run;
-  } k[] = {{NULL, 1}, {"f", 4}, {"h", 8}, {"fh", 8}, {"lf", 4}, {"12dpcsqruomnkjwxyvil", 1}};
-  for (size_t i = 0; i < sizeof k / sizeof k[0]; ++i) {
-    if (k[i].env) setenv("FP8MOE_CUDA_GEMM_FALLBACK", k[i].env, 1);
-    else unsetenv("FP8MOE_CUDA_GEMM_FALLBACK");
-    EXPECT(fp8moe_cuda_plan_context_stream_w_run() == k[i].run, "FALLBACK=%s: run %d, got %d",
-           k[i].env ? k[i].env : "(unset)", (int)k[i].run, (int)fp8moe_cuda_plan_context_stream_w_run());
-  }
-  unsetenv("FP8MOE_CUDA_GEMM_FALLBACK");
-}
-
 /* The pair list's bounds, the same for both 128-row GEMMs (offers includes their pair bit): max_tiles =
  * ceil(T·K/64) + E_local ≤ FP8MOE_GEMM1_PAIR_MAX_TILES takes the 128-row kernel, one tile past it and
  * E_local past FP8MOE_GEMM1_PAIR_MAX_EXPERTS (at LARGE, max_tiles within the cap) the 64-row wgmma kernel. */
@@ -862,7 +847,6 @@ static void pair_lists(void) {
 int main(void) {
   gemm1_pairs();
   size_rule();
-  stream_w_run_switch();
   gemm2_pairs();
   pair_lists();
   route_v1_switch();

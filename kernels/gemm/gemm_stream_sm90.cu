@@ -314,12 +314,6 @@ __device__ __forceinline__ void produce1(const fp8moe_gemm1_args& a, const CUten
         mbar_arrive_expect_tx(&sm.full[s], 2 * kBoxBytes);
         sm90::tma_load_3d(sm.st[s].w[0], &map_w, &sm.full[s], kb * kBK, gate_row, e);
         sm90::tma_load_3d(sm.st[s].w[1], &map_w, &sm.full[s], kb * kBK, up_row, e);
-        /* at each run's start, and where this CTA's piece of the unit starts inside a run: up to the run's end */
-        if (a.stream_w_run > 1 && (kb % a.stream_w_run == 0 || i == rg.begin))
-          for (int q = kb + 1; q < (kb / a.stream_w_run + 1) * a.stream_w_run && q < kb1; ++q) {
-            sm90::tma_prefetch_3d(&map_w, q * kBK, gate_row, e);
-            sm90::tma_prefetch_3d(&map_w, q * kBK, up_row, e);
-          }
       }
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
@@ -375,15 +369,6 @@ __device__ __forceinline__ void produce2(const fp8moe_gemm2_args& a, const CUten
     mbar_arrive_expect_tx(&sm.full[s], (second ? 2 : 1) * kBoxBytes + kXBytes);
     sm90::tma_load_3d(sm.st[s].w[0], &map_w, &sm.full[s], kb * kBK, n0, e);
     if (second) sm90::tma_load_3d(sm.st[s].w[1], &map_w, &sm.full[s], kb * kBK, n0 + kBox, e);
-    if (a.stream_w_run > 1 && (kb % a.stream_w_run == 0 || i == rg.begin)) { /* as GEMM1's */
-      const int64_t unit_end = (u + 1) * rg.kblocks < rg.end ? (u + 1) * rg.kblocks : rg.end;
-      const int64_t run_end = u * rg.kblocks + (kb / a.stream_w_run + 1) * a.stream_w_run;
-      for (int64_t q = i + 1; q < run_end && q < unit_end; ++q) {
-        const int32_t kq = static_cast<int32_t>(q - u * rg.kblocks) * kBK;
-        sm90::tma_prefetch_3d(&map_w, kq, n0, e);
-        if (second) sm90::tma_prefetch_3d(&map_w, kq, n0 + kBox, e);
-      }
-    }
     if (it >= static_cast<uint32_t>(early)) x_box(it, i);
   }
   if (it <= static_cast<uint32_t>(early)) { /* all of this CTA's stages were early ones (or there were none) */

@@ -173,15 +173,6 @@ __device__ __forceinline__ void tma_load_3d(void* dst, const CUtensorMap* map, u
   tma_load_3d(saddr(dst), map, saddr(bar), c0, c1, c2);
 }
 
-/* One 3-D box into L2 only (no shared memory, no barrier): a hint; a box wholly or partly out of bounds
- * fetches what is in bounds. */
-__device__ __forceinline__ void tma_prefetch_3d(const CUtensorMap* map, int32_t c0, int32_t c1, int32_t c2) {
-  asm volatile("cp.async.bulk.prefetch.tensor.3d.L2.global.tile [%0, {%1, %2, %3}];\n" ::"l"(
-                   reinterpret_cast<uint64_t>(map)),
-               "r"(c0), "r"(c1), "r"(c2)
-               : "memory");
-}
-
 /* One 3-D box written to the same shared-memory offset of every CTA in cta_mask (bit i: cluster rank i); the
  * bytes complete the transaction count of the mbarrier at the same offset in each of those CTAs. */
 __device__ __forceinline__ void tma_load_3d_multicast(void* dst, const CUtensorMap* map, uint64_t* bar, int32_t c0,

@@ -126,7 +126,6 @@ static int32_t cuda_create(struct fp8moe_context* ctx, const fp8moe_context_args
   impl->permute_chunks = fp8moe_cuda_plan_context_permute_chunks();
   impl->route_v1 = fp8moe_cuda_plan_context_route_v1();
   impl->route_warm = fp8moe_cuda_plan_context_route_warm();
-  impl->stream_w_run = fp8moe_cuda_plan_context_stream_w_run();
   const fp8moe_sm90_variant sm90 = fp8moe_cuda_plan_context_sm90_variant();
   impl->sm90_loop = sm90.loop;
   impl->gemm1_order = sm90.gemm1_order;

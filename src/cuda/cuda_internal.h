@@ -30,7 +30,6 @@ typedef struct fp8moe_cuda_impl {
   int32_t permute_chunks;     /* fp8moe_cuda_plan_context_permute_chunks: the chunked permutation is allowed */
   int32_t route_v1;           /* fp8moe_cuda_plan_context_route_v1: the previous routing/slot-list code (A/B) */
   int32_t route_warm;         /* fp8moe_cuda_plan_context_route_warm: the prologue's code warming */
-  int32_t stream_w_run;       /* fp8moe_cuda_plan_context_stream_w_run: the stream GEMMs' L2 run prefetch */
   int32_t sm90_loop, gemm1_order, gemm2_order; /* fp8moe_cuda_plan_context_sm90_variant, fixed at creation */
   int32_t gemm1_clusters, gemm2_clusters; /* 2-CTA clusters of the sm90 GEMM1 / GEMM2 resident at once where
                                              the variant takes the cluster kernels (fp8moe_prepare_gemm{1,2}_

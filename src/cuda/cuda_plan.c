@@ -316,12 +316,6 @@ uint32_t fp8moe_cuda_plan_context_prologue(void) {
   return FP8MOE_PROLOGUE_CLUSTER | FP8MOE_PROLOGUE_BLOCK;
 }
 
-int32_t fp8moe_cuda_plan_context_stream_w_run(void) {
-  const char* off = getenv("FP8MOE_CUDA_GEMM_FALLBACK");
-  if (off != NULL && strchr(off, 'h') != NULL) return 8;
-  return off != NULL && strchr(off, 'f') != NULL ? 4 : 1;
-}
-
 /* FALLBACK 'w': the routing and slot-list instruction sequences before the critical-path rework (docs/GPU.md
  * "Routing's critical path"), the A/B switch; the same bits either way. */
 int32_t fp8moe_cuda_plan_context_route_v1(void) {

@@ -196,11 +196,6 @@ int32_t fp8moe_cuda_plan_context_route_v1(void);
  * routing warps warm the routing code (kernels/prologue.cu warm_phase). */
 int32_t fp8moe_cuda_plan_context_route_warm(void);
 
-/* The stream GEMMs' weight-row runs (docs/GPU.md "Weight-streaming decode GEMMs", the DRAM page hypothesis):
- * 1 (off) unless FP8MOE_CUDA_GEMM_FALLBACK names "f" (runs of 4 K blocks, 512 bytes per row) or "h" (8, 1 KB;
- * "h" wins over "f"): an opt-in A/B switch until measured. */
-int32_t fp8moe_cuda_plan_context_stream_w_run(void);
-
 /* The permutation at large T·K (kernels/permute_chunks.cu): from min_rows routed rows on, the slots are cut
  * into chunks spread over many blocks (count per chunk, one scan block, placement) instead of the one-block
  * kernel (kernels/permute.cu), whose scattered stores all leave one SM. Chunks are multiples of

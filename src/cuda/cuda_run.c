@@ -291,7 +291,6 @@ static int32_t experts(const fp8moe_cuda_impl* impl, const fp8moe_problem* p, co
     g->max_ctas = impl->stream_ctas;
     g->stream_partials = (float*)(ws + l->stream_partials);
     g->stream_counters = words + FP8MOE_CUDA_S_STREAM_COUNTERS; /* zeroed with the scalar words */
-    g->stream_w_run = impl->stream_w_run;
   }
   int e1;
   if (stream) e1 = fp8moe_launch_gemm1_stream(g, s);
@@ -341,7 +340,6 @@ static int32_t experts(const fp8moe_cuda_impl* impl, const fp8moe_problem* p, co
   g2.max_clusters = impl->gemm2_clusters;
   g2.stream_partials = g->stream_partials;
   g2.stream_counters = g->stream_counters;
-  g2.stream_w_run = g->stream_w_run;
   if (stream) {
     g2.max_ctas = impl->stream_ctas;
     return check(fp8moe_launch_gemm2_stream(&g2, s), "GEMM2", err);
