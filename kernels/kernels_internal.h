@@ -176,7 +176,10 @@ int fp8moe_prepare_prologue(int32_t* usable);
 #define FP8MOE_SM90_ORDER_GROUPED 2      /* groups of item_group consecutive tiles, column-block major inside */
 /* The weight-streaming decode GEMMs (kernels/gemm_stream.h): shared-memory ring depth (stages of 32 KB of
  * weights + 2 KB of token rows), the most CTAs they run on (the workspace holds two partial tiles and one
- * counter per CTA), and the fp32 elements of one partial tile (256 weight rows × 16 tokens). */
+ * counter per CTA), the weight rows of one unit (GEMM1: 128 gate + 128 up rows; GEMM2: 256 output columns;
+ * the plan's size rule counts GEMM2 units with it), and the fp32 elements of one partial tile (a unit's
+ * rows × 16 tokens). */
+#define FP8MOE_STREAM_UNIT_ROWS 256
 #define FP8MOE_STREAM_STAGES 6
 #define FP8MOE_STREAM_MAX_CTAS 160
 #define FP8MOE_STREAM_PARTIAL_FLOATS 4096

@@ -44,7 +44,8 @@ namespace {
 constexpr int kRows = FP8MOE_GEMM_TILE_M_SMALL;  /* token rows per tile: wgmma's N is 8 or 16 */
 constexpr int kBK = FP8MOE_GEMM_TILE_K;          /* K per stage: one scale block, one 128-byte swizzle row */
 constexpr int kBox = 128;                        /* weight rows per TMA box */
-constexpr int kUnitRows = 2 * kBox;              /* weight rows per unit */
+constexpr int kUnitRows = FP8MOE_STREAM_UNIT_ROWS; /* weight rows per unit: two boxes */
+static_assert(kUnitRows == 2 * kBox, "a stage loads a unit's two boxes");
 constexpr int kStages = FP8MOE_STREAM_STAGES;
 constexpr int kConsumers = 128;                  /* one warpgroup: warps 0–3 */
 constexpr int kThreads = kConsumers + 32;        /* + the producer warp */

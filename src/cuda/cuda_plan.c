@@ -257,7 +257,7 @@ static int stream_pays(const fp8moe_problem* p, int32_t sm_count) {
   /* the shard's expected share of the routed rows (T·K·E_local/E), each on its own expert at best */
   const int64_t tk = p->T * (int64_t)p->K, local = (tk * p->E_local + p->E - 1) / p->E;
   const int64_t active = local < p->E_local ? local : p->E_local;
-  const int64_t units = active * ((p->H + 255) / 256);
+  const int64_t units = active * ((p->H + FP8MOE_STREAM_UNIT_ROWS - 1) / FP8MOE_STREAM_UNIT_ROWS);
   return p->I >= k_size_rule.stream_min_I && 4 * units >= (int64_t)k_size_rule.stream_units_per_4_sms * sm_count;
 }
 
