@@ -500,7 +500,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     gemm1_stream_kernel(const __grid_constant__ fp8moe_gemm1_args a, const __grid_constant__ CUtensorMap map_w) {
 #if FP8MOE_SM90A
   extern __shared__ uint8_t smem_raw[];
-  Smem& sm = *reinterpret_cast<Smem*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~static_cast<uintptr_t>(1023));
+  Smem& sm = sm90::aligned_smem<Smem>(smem_raw);
   if (threadIdx.x == 0) {
     for (int s = 0; s < kStages; ++s) {
       sm90::mbar_init(&sm.full[s], 1 + 32); /* lane 0's expect_tx + every gathering lane */
@@ -604,7 +604,7 @@ __global__ void __launch_bounds__(kThreads, 1)
                         const __grid_constant__ CUtensorMap map_w) {
 #if FP8MOE_SM90A
   extern __shared__ uint8_t smem_raw[];
-  Smem& sm = *reinterpret_cast<Smem*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~static_cast<uintptr_t>(1023));
+  Smem& sm = sm90::aligned_smem<Smem>(smem_raw);
   if (threadIdx.x == 0) {
     for (int s = 0; s < kStages; ++s) {
       sm90::mbar_init(&sm.full[s], 1); /* the producer's expect_tx */

@@ -76,11 +76,20 @@ struct Smem {
 };
 constexpr size_t kSmemBytes = sizeof(Smem) + 1024; /* + slack to align the dynamic buffer to 1024 */
 
-__device__ __forceinline__ Smem& smem_of(uint8_t* raw) {
-  return *reinterpret_cast<Smem*>((reinterpret_cast<uintptr_t>(raw) + 1023) & ~static_cast<uintptr_t>(1023));
+__device__ __forceinline__ uint32_t saddr(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
+
+/* The layout T at the first 1024-byte boundary of the dynamic shared memory `raw` (the kernel's extern
+ * __shared__ array). The padding is added to `raw` itself rather than by rounding the address as a uintptr_t:
+ * an integer round trip loses the pointer's shared state space, and every access through the result then
+ * compiles to generic LD/ST instead of LDS/STS (GEMM1's epilogue: docs/GPU.md "Shared-memory epilogue
+ * accesses"). Rounding the 32-bit shared address is the same boundary as rounding the generic one (the
+ * shared window is aligned far beyond 1024 bytes; pair_addr_of already relies on it). */
+template <class T>
+__device__ __forceinline__ T& aligned_smem(uint8_t* raw) {
+  return *reinterpret_cast<T*>(raw + ((1024u - (saddr(raw) & 1023u)) & 1023u));
 }
 
-__device__ __forceinline__ uint32_t saddr(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
+__device__ __forceinline__ Smem& smem_of(uint8_t* raw) { return aligned_smem<Smem>(raw); }
 
 #if FP8MOE_SM90A
 __device__ __forceinline__ void mbar_init(uint64_t* b, uint32_t count) {
