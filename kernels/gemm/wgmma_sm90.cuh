@@ -79,14 +79,15 @@ constexpr size_t kSmemBytes = sizeof(Smem) + 1024; /* + slack to align the dynam
 __device__ __forceinline__ uint32_t saddr(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
 
 /* The layout T at the first 1024-byte boundary of the dynamic shared memory `raw` (the kernel's extern
- * __shared__ array). The padding is added to `raw` itself rather than by rounding the address as a uintptr_t:
- * an integer round trip loses the pointer's shared state space, and every access through the result then
- * compiles to generic LD/ST instead of LDS/STS (GEMM1's epilogue: docs/GPU.md "Shared-memory epilogue
- * accesses"). Rounding the 32-bit shared address is the same boundary as rounding the generic one (the
- * shared window is aligned far beyond 1024 bytes; pair_addr_of already relies on it). */
+ * __shared__ array), rounded as a 32-bit shared address (as pair_addr_of) and converted back with
+ * __cvta_shared_to_generic: the compiler then knows the pointer is shared and 1024-aligned, so accesses
+ * through it compile to LDS/STS (vectorized where adjacent). Rounding the generic address as a uintptr_t
+ * instead loses the state space, and every access became a generic LD/ST (GEMM1's epilogue: docs/GPU.md
+ * "Shared-memory epilogue accesses"). Both round to the same byte: the shared window's generic base is aligned
+ * far beyond 1024 bytes. */
 template <class T>
 __device__ __forceinline__ T& aligned_smem(uint8_t* raw) {
-  return *reinterpret_cast<T*>(raw + ((1024u - (saddr(raw) & 1023u)) & 1023u));
+  return *static_cast<T*>(__cvta_shared_to_generic((saddr(raw) + 1023u) & ~1023u));
 }
 
 __device__ __forceinline__ Smem& smem_of(uint8_t* raw) { return aligned_smem<Smem>(raw); }
