@@ -99,7 +99,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 #if FP8MOE_SM90A
   constexpr int kPeers = CLUSTER ? 2 : 1;
   extern __shared__ uint8_t smem_raw[];
-  Smem& sm = smem_of(smem_raw);
+  Smem& sm = aligned_smem<Smem>(smem_raw); /* shared and aligned to the compiler: the epilogue's LDS/STS */
   init_barriers<kPeers>(sm, 1 + 128);
   const int32_t tiles = *a.num_tiles;
   const int32_t col_blocks = a.I / kBN;

@@ -50,7 +50,7 @@ inline int64_t max_pairs(int64_t max_tiles, int64_t e_local) {
 constexpr uint32_t kPairTwo = FP8MOE_SM90_PAIR_TWO; /* pair_first bit: the pair has a second tile */
 
 __device__ __forceinline__ PairSmem& pair_smem_of(uint8_t* raw) {
-  return aligned_smem<PairSmem>(raw);
+  return *reinterpret_cast<PairSmem*>((reinterpret_cast<uintptr_t>(raw) + 1023) & ~static_cast<uintptr_t>(1023));
 }
 
 /* The layout's parts as 32-bit shared-memory addresses: the main loops keep one register for the layout

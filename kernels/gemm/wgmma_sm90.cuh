@@ -90,7 +90,12 @@ __device__ __forceinline__ T& aligned_smem(uint8_t* raw) {
   return *static_cast<T*>(__cvta_shared_to_generic((saddr(raw) + 1023u) & ~1023u));
 }
 
-__device__ __forceinline__ Smem& smem_of(uint8_t* raw) { return aligned_smem<Smem>(raw); }
+/* The same boundary through a uintptr_t (generic accesses). GEMM2 keeps it (as pair_smem_of, sm90_pairs.cuh):
+ * it reaches only barriers and descriptors through it, and aligned_smem there grew the stack of two opt-in
+ * instantiations (8 → 32 and 0 → 16 bytes; docs/GPU.md "Shared-memory epilogue accesses"). */
+__device__ __forceinline__ Smem& smem_of(uint8_t* raw) {
+  return *reinterpret_cast<Smem*>((reinterpret_cast<uintptr_t>(raw) + 1023) & ~static_cast<uintptr_t>(1023));
+}
 
 #if FP8MOE_SM90A
 __device__ __forceinline__ void mbar_init(uint64_t* b, uint32_t count) {
