@@ -83,8 +83,8 @@ __device__ __forceinline__ uint32_t saddr(const void* p) { return static_cast<ui
  * __cvta_shared_to_generic: the compiler then knows the pointer is shared and 1024-aligned, so accesses
  * through it compile to LDS/STS (vectorized where adjacent). Rounding the generic address as a uintptr_t
  * instead loses the state space, and every access became a generic LD/ST (GEMM1's epilogue: docs/GPU.md
- * "Shared-memory epilogue accesses"). Both round to the same byte: the shared window's generic base is aligned
- * far beyond 1024 bytes. */
+ * "Shared-memory epilogue accesses"). Both round to the same byte: the shared window's generic base has zero
+ * low 32 bits (SR_SWINHI). */
 template <class T>
 __device__ __forceinline__ T& aligned_smem(uint8_t* raw) {
   return *static_cast<T*>(__cvta_shared_to_generic((saddr(raw) + 1023u) & ~1023u));
