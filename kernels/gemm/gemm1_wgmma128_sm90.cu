@@ -154,7 +154,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   publish_pairs(pair_smem_of(smem_raw));
   const PairAddr sp = pair_addr_of(smem_raw);
   const int kblocks = a.H / kBK;
-  const int wg = (static_cast<int>(threadIdx.x) - 128) / 128;
+  const int wg = consumer_wg();
   uint32_t it = 0;
   /* Little stays live across the main loop (the item number, its pair and column block, the ring position):
    * the pair count is re-read from shared memory per item and the thread's lanes and rows are recomputed

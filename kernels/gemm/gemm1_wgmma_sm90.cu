@@ -113,7 +113,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     return;
   }
   setmaxnreg_inc<kConsumerRegs>();
-  const int ct = threadIdx.x - 128, wg = ct / 128, lane = ct % 32, q = (ct % 128) / 32;
+  const int ct = threadIdx.x - 128, wg = consumer_wg(), lane = ct % 32, q = (ct % 128) / 32;
   const int g = lane / 4, t = lane % 4;
   const int rr[2] = {16 * q + g, 16 * q + g + 8};
   const uint32_t rank = CLUSTER ? cluster_ctarank() : 0u;

@@ -84,7 +84,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   for (int32_t w = static_cast<int32_t>(blockIdx.x);; w += static_cast<int32_t>(gridDim.x)) {
     /* items ≤ max_tiles · col_blocks < 2^31 (the launcher checks) */
     if (w >= ld_shared_s32(sp.num_pairs()) * (a.H / kGemm2Cols)) break;
-    const int wg = (static_cast<int>(threadIdx.x) - 128) / 128;
+    const int wg = consumer_wg();
     const fp8moe_sm90_item item = item_at(w);
     const Pair pr = pair_of(sp, item.tile);
     if (wg == 1 && !pr.two) { /* warpgroup-uniform: a single pair has no rows for warpgroup 1 */

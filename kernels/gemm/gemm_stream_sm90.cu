@@ -195,6 +195,12 @@ __device__ __forceinline__ void consume(Smem& sm, int kb0, int kb1, uint32_t& it
   for (int m = 0; m < 4; ++m)
 #pragma unroll
     for (int i = 0; i < R; ++i) acc[m][i] = p[m][i] = 0.0f;
+  /* The ring position and the block range are the same in every consumer thread; broadcast from lane 0 so that
+   * the compiler knows it too and keeps the stage's descriptors and barrier addresses in uniform registers (no
+   * R2UR move and its latency before every wgmma; docs/GPU.md "The pair kernels' consumer chain"). */
+  kb0 = __shfl_sync(0xffffffffu, kb0, 0);
+  kb1 = __shfl_sync(0xffffffffu, kb1, 0);
+  it = __shfl_sync(0xffffffffu, it, 0);
 #pragma unroll 1
   for (int kb = kb0; kb < kb1; ++kb, ++it) {
     float sx[B], sw[2];

@@ -215,7 +215,7 @@ __device__ __forceinline__ void consume_pair(PairAddr sm, int wg, int kblocks, u
     wgmma_commit();
     wgmma_wait<0>();
     fence_regs(p);
-    promote_stage<BLOCK>(acc0, p, c0, c1, cw0);
+    promote_stage_folded<BLOCK>(acc0, p, c0, c1, cw0);
     wgmma_fence(); /* p was read by the promotion: order those reads before the next wgmmas overwrite it */
     fence_regs(p);
 #pragma unroll
@@ -224,7 +224,7 @@ __device__ __forceinline__ void consume_pair(PairAddr sm, int wg, int kblocks, u
     wgmma_wait<0>();
     fence_regs(p);
     mbar_arrive(sm.empty(s)); /* both products of this warpgroup are done with the stage */
-    promote_stage<BLOCK>(acc1, p, c0, c1, cw1);
+    promote_stage_folded<BLOCK>(acc1, p, c0, c1, cw1);
   }
   it += static_cast<uint32_t>(kblocks);
 }

@@ -208,6 +208,14 @@ __device__ __forceinline__ void setmaxnreg_inc() {
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
 }
 
+/* The thread's consumer warpgroup (0 or 1; threads 128..383), broadcast from lane 0: the compiler then knows it
+ * is warp-uniform, so the ring position, the shared-memory descriptors and the barrier addresses derived from it
+ * live in uniform registers, and the wgmmas take their descriptors without the R2UR moves (and their latency)
+ * that a thread-index expression costs before every wgmma (docs/GPU.md "The pair kernels' consumer chain"). */
+__device__ __forceinline__ int consumer_wg() {
+  return __shfl_sync(0xffffffffu, (static_cast<int>(threadIdx.x) - 128) / 128, 0);
+}
+
 /* Named barrier among the two consumer warpgroups (id 1; 0 is __syncthreads). */
 __device__ __forceinline__ void consumer_sync() { asm volatile("bar.sync 1, %0;\n" ::"n"(kConsumers) : "memory"); }
 
@@ -354,6 +362,38 @@ __device__ __forceinline__ void promote_stage(float (&acc)[64], const float (&p)
   }
 }
 
+/* promote_stage for BLOCK with the two scales folded into one factor per row: acc = fma(p, s_row·s_w, acc), one
+ * FFMA per element instead of FMUL + FFMA (the pair kernels' promotion is on the consumer's serial chain:
+ * docs/GPU.md "The pair kernels' consumer chain"). It rounds once where the CPU backend's (p·s_row)·s_w rounds
+ * twice, so the sums differ in the last bits (the wgmma sums already do: ~2^-12, docs/GPU.md "Accuracy"). It
+ * never changes which values overflow or vanish: a 128-K partial is below 2^25 in magnitude (4 k32 steps of
+ * 32 products of two e4m3 values ≤ 448), so with |s_row| ≤ 2^100 p·s_row is finite, and a product s_row·s_w
+ * that is a finite normal number leaves p·(s_row·s_w) within rounding of (p·s_row)·s_w; s_row = 0 (padding
+ * rows: their staged scale is 0) with a finite s_w gives ±0 both ways. Any other scale (huge, subnormal, Inf or
+ * NaN) takes promote_stage's association. Without the s_row = 0 case every warp holding a padding row ran both
+ * paths: 11 % of the stages at deepseek-v3 T = 8192 (ncu, 2026-12-03). */
+constexpr float kFoldRowScaleMax = 0x1p100f;
+template <bool BLOCK>
+__device__ __forceinline__ void promote_stage_folded(float (&acc)[64], const float (&p)[64], float c0, float c1,
+                                                     float cw) {
+  if (!BLOCK) {
+    promote_stage<false>(acc, p, c0, c1, cw);
+    return;
+  }
+  const float f0 = c0 * cw, f1 = c1 * cw;
+  const float fa0 = fabsf(f0), fa1 = fabsf(f1);
+  /* written so that NaN fails every comparison (fmaxf/fminf would drop it) */
+  const bool fold = fabsf(c0) <= kFoldRowScaleMax && fabsf(c1) <= kFoldRowScaleMax &&
+                    (fa0 >= 0x1p-126f || c0 == 0.0f) && (fa1 >= 0x1p-126f || c1 == 0.0f) && fa0 <= 0x1.fffffep127f &&
+                    fa1 <= 0x1.fffffep127f; /* FLT_MIN, FLT_MAX */
+  if (fold) {
+#pragma unroll
+    for (int i = 0; i < 64; ++i) acc[i] = fmaf(p[i], acc_half(i) ? f1 : f0, acc[i]);
+  } else {
+    promote_stage<true>(acc, p, c0, c1, cw);
+  }
+}
+
 /* 2-CTA clusters: whether the item pair of unit u (fp8moe_sm90_unit_item) needs the same B boxes, i.e. both
  * items are of one column block and one expert (a shadow pair always is). Then each CTA loads one of the two
  * B boxes and multicasts it to both; otherwise each loads its own. Both CTAs (producers and consumers) decide
@@ -488,7 +528,7 @@ __device__ __forceinline__ void consume(Smem& sm, int wg, int kblocks, uint32_t&
       mbar_arrive_cluster(e, lane % PEERS, lane < static_cast<uint32_t>(PEERS) ? 1u : 0u);
     }
   };
-  auto promote = [&](const float (&p)[64], float c0, float c1, float cw) { promote_stage<BLOCK>(acc, p, c0, c1, cw); };
+  auto promote = [&](const float (&p)[64], float c0, float c1, float cw) { promote_stage_folded<BLOCK>(acc, p, c0, c1, cw); };
   float ca0 = 0.0f, ca1 = 0.0f, caw = 0.0f, cb0 = 0.0f, cb1 = 0.0f, cbw = 0.0f;
   if constexpr (LOOP == FP8MOE_SM90_LOOP_SERIAL) {
     (void)pb;
