@@ -350,7 +350,8 @@ __device__ __forceinline__ void store_y_box(const fp8moe_gemm2_args& a, const fl
 
 /* One stage's partial p promoted into the fp32 accumulator (consume() below says why every stage is): BLOCK
  * acc += (p·s_row)·s_w with the thread's row scales c0 (row r0) and c1 (r0 + 8) and the B tile's weight-block
- * scale cw (the CPU backend's association), otherwise acc += p. */
+ * scale cw (the CPU backend's association; the kernels call promote_stage_folded, which uses this form only
+ * where folding the scales could change an overflow or underflow), otherwise acc += p. */
 template <bool BLOCK>
 __device__ __forceinline__ void promote_stage(float (&acc)[64], const float (&p)[64], float c0, float c1, float cw) {
   if (BLOCK) {
@@ -472,9 +473,9 @@ __device__ __forceinline__ void init_barriers(Smem& sm, uint32_t full_count) {
 /* Consumer main loop for one work item: kblocks stages starting at ring position `it`. Hopper's fp8 wgmma
  * keeps a narrower-than-fp32 accumulator (~14 bits of mantissa in the additions), so every stage's 128-K sum
  * starts from zero in a partial accumulator and is promoted into the fp32 `acc` by ordinary FMUL/FFMA/FADD,
- * for every format: BLOCK acc += (part·sa(h, kb))·sb(kb) (the thread's two rows, its B tile; the CPU
- * backend's association, so a product overflows exactly where it does there), otherwise acc += part (the
- * scales apply once, in the epilogue). Stages are promoted in order in every LOOP variant
+ * for every format: BLOCK acc += part·(sa(h, kb)·sb(kb)) (the thread's two rows, its B tile; one FFMA,
+ * promote_stage_folded, which falls back to the CPU backend's (part·sa)·sb wherever folding could change which
+ * values overflow or vanish), otherwise acc += part (the scales apply once, in the epilogue). Stages are promoted in order in every LOOP variant
  * (FP8MOE_SM90_LOOP_*, kernels_internal.h), so all three give the same bits; they differ in timing:
  * - OVERLAP: two partial accumulators alternate; stage kb+1's wgmmas are issued (their own group) before
  *   stage kb is promoted, `wgmma.wait_group 1` retires only kb's group, and kb's shared-memory stage is
