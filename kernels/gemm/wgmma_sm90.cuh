@@ -348,6 +348,62 @@ __device__ __forceinline__ void store_y_box(const fp8moe_gemm2_args& a, const fl
   }
 }
 
+/* store_y_box through shared memory: the same values (the same dequantization and bf16 conversion per pair),
+ * but written to global memory as whole 256-byte half-rows with 16-byte stores instead of one 4-byte store per
+ * pair (8 rows × 16 bytes per warp instruction, and the source register of each store held until the LSU
+ * takes it): in the 64-row GEMM2 at deepseek-v3 T = 8192 the epilogue was ~24 % of all warp samples (ncu,
+ * docs/GPU.md "GEMM2's staged epilogue"). Each consumer warpgroup stages its 64 rows × 128 columns (16 KB of
+ * bf16 pairs) in its half of the epilogue buffer, 128-byte-swizzled (16-byte chunk c of row r at chunk
+ * c ⊕ (r mod 8): the fragment writes and the row reads are both free of bank conflicts), synchronized by a
+ * named barrier of its own (2 + wg, 128 threads); then warp q stores rows 16q..16q+15, two half-rows per
+ * instruction, each row to y's row of its slot (padding rows: none). */
+constexpr uint32_t kYStageBytes = static_cast<uint32_t>(kBM) * kBN * 2; /* one warpgroup's bf16 tile */
+static_assert(2 * kYStageBytes <= sizeof(float) * kBM * kEpiPitch, "GEMM2's staged y tiles fit the epilogue buffer");
+__device__ __forceinline__ void wg_sync(int wg) { /* immediate barrier ids: a register id makes ptxas reserve all 16 */
+  if (wg == 0) asm volatile("bar.sync 2, 128;\n" ::: "memory");
+  else asm volatile("bar.sync 3, 128;\n" ::: "memory");
+}
+template <int SCALE, bool F32>
+__device__ __forceinline__ void store_y_box_staged(const fp8moe_gemm2_args& a, const float (&acc)[64], int32_t e,
+                                                   int32_t n, int t, const YScales& y, const int32_t (&slot)[2],
+                                                   uint32_t stage, int wg, int q, int lane) {
+  const int g = lane / 4;
+  /* Row r0 + 8h of the tile (r mod 8 = g for both), the thread's word t of a chunk: chunk j of the row is at
+   * base[h] ^ (j << 4) (the tile is 1024-aligned, so the XOR only touches the chunk bits) — one LOP3 per store,
+   * nothing for the compiler to precompute and keep across the main loop. */
+  const uint32_t base0 = stage + static_cast<uint32_t>(16 * q + g) * 256u + (static_cast<uint32_t>(g) << 4) +
+                         (static_cast<uint32_t>(t) << 2);
+  wg_sync(wg); /* this warpgroup's previous item is done reading the tile */
+#pragma unroll
+  for (int i = 0; i < 64; i += 2) {
+    const int h = acc_half(i), col = acc_col(i, t);
+    float v0 = acc[i], v1 = acc[i + 1];
+    if (SCALE == FP8MOE_SCALE_TENSOR) {
+      v0 *= y.st;
+      v1 *= y.st;
+    } else if (SCALE == FP8MOE_SCALE_ROW) {
+      v0 = v0 * y.sr[h] * scale_at<F32>(a.w_scale, e, n + col, 0);
+      v1 = v1 * y.sr[h] * scale_at<F32>(a.w_scale, e, n + col + 1, 0);
+    }
+    const uint32_t addr = (base0 + (h ? 8u * 256u : 0u)) ^ (static_cast<uint32_t>(i >> 2) << 4); /* chunk j = i / 4 */
+    asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(y_bf16x2(v0, v1)) : "memory");
+  }
+  wg_sync(wg); /* the tile is complete */
+  const uint32_t c = static_cast<uint32_t>(lane & 15);
+#pragma unroll
+  for (int k = 0; k < 8; ++k) {
+    const int m = 2 * k + (lane >> 4); /* row 16q + m of the tile: its slot is held by lane 4·(m mod 8), half m / 8 */
+    const int32_t sl = __shfl_sync(0xffffffffu, k < 4 ? slot[0] : slot[1], 4 * (m & 7));
+    const uint32_t r = static_cast<uint32_t>(16 * q + m);
+    uint32_t v0, v1, v2, v3;
+    asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(v0), "=r"(v1), "=r"(v2), "=r"(v3)
+                 : "r"(stage + r * 256u + ((c ^ (r & 7u)) << 4))
+                 : "memory");
+    if (sl >= 0) *reinterpret_cast<uint4*>(a.y + static_cast<int64_t>(sl) * a.H + n + 8 * static_cast<int>(c)) = make_uint4(v0, v1, v2, v3);
+  }
+}
+
 /* One stage's partial p promoted into the fp32 accumulator (consume() below says why every stage is): BLOCK
  * acc += (p·s_row)·s_w with the thread's row scales c0 (row r0) and c1 (r0 + 8) and the B tile's weight-block
  * scale cw (the CPU backend's association; the kernels call promote_stage_folded, which uses this form only
