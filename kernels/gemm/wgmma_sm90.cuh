@@ -423,11 +423,14 @@ __device__ __forceinline__ void promote_stage(float (&acc)[64], const float (&p)
  * FFMA per element instead of FMUL + FFMA (the pair kernels' promotion is on the consumer's serial chain:
  * docs/GPU.md "The pair kernels' consumer chain"). It rounds once where the CPU backend's (p·s_row)·s_w rounds
  * twice, so the sums differ in the last bits (the wgmma sums already do: ~2^-12, docs/GPU.md "Accuracy"). It
- * never changes which values overflow or vanish: a 128-K partial is below 2^25 in magnitude (4 k32 steps of
- * 32 products of two e4m3 values ≤ 448), so with |s_row| ≤ 2^100 p·s_row is finite, and a product s_row·s_w
- * that is a finite normal number leaves p·(s_row·s_w) within rounding of (p·s_row)·s_w; s_row = 0 (padding
- * rows: their staged scale is 0) with a finite s_w gives ±0 both ways. Any other scale (huge, subnormal, Inf or
- * NaN) takes promote_stage's association. Without the s_row = 0 case every warp holding a padding row ran both
+ * never changes which values overflow: a 128-K partial is below 2^25 in magnitude (4 k32 steps of 32 products
+ * of two e4m3 values ≤ 448), so with |s_row| ≤ 2^100 p·s_row is finite, and a product s_row·s_w that is a
+ * finite normal number leaves p·(s_row·s_w) within rounding of (p·s_row)·s_w; s_row = 0 (padding rows: their
+ * staged scale is 0) with a finite s_w gives ±0 both ways. Any other scale (huge, subnormal product, Inf or
+ * NaN) takes promote_stage's association. One difference beyond a rounding remains: a nonzero partial is at
+ * least 2^-18 (a multiple of the smallest product of two e4m3 values), so where |s_row| < 2^-108 (an
+ * activation row whose amax is below ~1e-30) p·s_row can be subnormal and the CPU form loses bits there (or
+ * flushes to 0) that the folded form keeps. Without the s_row = 0 case every warp holding a padding row ran both
  * paths: 11 % of the stages at deepseek-v3 T = 8192 (ncu, 2026-12-03). */
 constexpr float kFoldRowScaleMax = 0x1p100f;
 template <bool BLOCK>
