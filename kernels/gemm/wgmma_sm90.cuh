@@ -407,7 +407,7 @@ __device__ __forceinline__ void store_y_box_staged(const fp8moe_gemm2_args& a, c
 /* One stage's partial p promoted into the fp32 accumulator (consume() below says why every stage is): BLOCK
  * acc += (p·s_row)·s_w with the thread's row scales c0 (row r0) and c1 (r0 + 8) and the B tile's weight-block
  * scale cw (the CPU backend's association; the kernels call promote_stage_folded, which uses this form only
- * where folding the scales could change an overflow or underflow), otherwise acc += p. */
+ * where folding the scales could change an overflow by more than a rounding), otherwise acc += p. */
 template <bool BLOCK>
 __device__ __forceinline__ void promote_stage(float (&acc)[64], const float (&p)[64], float c0, float c1, float cw) {
   if (BLOCK) {
@@ -423,11 +423,12 @@ __device__ __forceinline__ void promote_stage(float (&acc)[64], const float (&p)
  * FFMA per element instead of FMUL + FFMA (the pair kernels' promotion is on the consumer's serial chain:
  * docs/GPU.md "The pair kernels' consumer chain"). It rounds once where the CPU backend's (p·s_row)·s_w rounds
  * twice, so the sums differ in the last bits (the wgmma sums already do: ~2^-12, docs/GPU.md "Accuracy"). It
- * never changes which values overflow: a 128-K partial is below 2^25 in magnitude (4 k32 steps of 32 products
+ * moves the overflow threshold by at most a rounding (either form can overflow where the other just does not,
+ * as any reassociation): a 128-K partial is below 2^25 in magnitude (4 k32 steps of 32 products
  * of two e4m3 values ≤ 448), so with |s_row| ≤ 2^100 p·s_row is finite, and a product s_row·s_w that is a
  * finite normal number leaves p·(s_row·s_w) within rounding of (p·s_row)·s_w; s_row = 0 (padding rows: their
- * staged scale is 0) with a finite s_w gives ±0 both ways. Any other scale (huge, subnormal product, Inf or
- * NaN) takes promote_stage's association. One difference beyond a rounding remains: a nonzero partial is at
+ * staged scale is 0) with a finite s_w gives ±0 both ways. Any other scale (huge, a subnormal product, Inf
+ * or NaN) takes promote_stage's association. One difference beyond a rounding remains: a nonzero partial is at
  * least 2^-18 (a multiple of the smallest product of two e4m3 values), so where |s_row| < 2^-108 (an
  * activation row whose amax is below ~1e-30) p·s_row can be subnormal and the CPU form loses bits there (or
  * flushes to 0) that the folded form keeps. Without the s_row = 0 case every warp holding a padding row ran both
@@ -533,8 +534,8 @@ __device__ __forceinline__ void init_barriers(Smem& sm, uint32_t full_count) {
  * keeps a narrower-than-fp32 accumulator (~14 bits of mantissa in the additions), so every stage's 128-K sum
  * starts from zero in a partial accumulator and is promoted into the fp32 `acc` by ordinary FMUL/FFMA/FADD,
  * for every format: BLOCK acc += part·(sa(h, kb)·sb(kb)) (the thread's two rows, its B tile; one FFMA,
- * promote_stage_folded, which falls back to the CPU backend's (part·sa)·sb wherever folding could change which
- * values overflow or vanish), otherwise acc += part (the scales apply once, in the epilogue). Stages are promoted in order in every LOOP variant
+ * promote_stage_folded, which falls back to the CPU backend's (part·sa)·sb for scales where folding could move
+ * an overflow by more than a rounding; its comment has the one remaining underflow difference), otherwise acc += part (the scales apply once, in the epilogue). Stages are promoted in order in every LOOP variant
  * (FP8MOE_SM90_LOOP_*, kernels_internal.h), so all three give the same bits; they differ in timing:
  * - OVERLAP: two partial accumulators alternate; stage kb+1's wgmmas are issued (their own group) before
  *   stage kb is promoted, `wgmma.wait_group 1` retires only kb's group, and kb's shared-memory stage is
