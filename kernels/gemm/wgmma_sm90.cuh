@@ -330,20 +330,31 @@ __device__ __forceinline__ YScales y_scales(const fp8moe_gemm2_args& a, int32_t 
 /* GEMM2's epilogue for the thread's accumulators of one 128-column W2 box from column n: dequantized per
  * element (ROW: × the column's weight scale too) and stored as bf16 pairs into the y rows slot[h] of its two
  * rows; padding rows (slot < 0) are not stored. Both sm90 GEMM2 kernels end this way. */
+/* The thread's accumulator pair i, i + 1 (output columns col, col + 1 of row half acc_half(i)) dequantized for
+ * y: TENSOR × the expert's scale product, ROW × the row's a2 scale × each column's weight scale, BLOCK as
+ * promoted. Both store paths below use it (and y_bf16x2), so they write the same bits. */
+template <int SCALE, bool F32>
+__device__ __forceinline__ void y_dequant(const fp8moe_gemm2_args& a, const float (&acc)[64], int i, int32_t e,
+                                          int32_t col, const YScales& y, float& v0, float& v1) {
+  const int h = acc_half(i);
+  v0 = acc[i];
+  v1 = acc[i + 1];
+  if (SCALE == FP8MOE_SCALE_TENSOR) {
+    v0 *= y.st;
+    v1 *= y.st;
+  } else if (SCALE == FP8MOE_SCALE_ROW) {
+    v0 = v0 * y.sr[h] * scale_at<F32>(a.w_scale, e, col, 0);
+    v1 = v1 * y.sr[h] * scale_at<F32>(a.w_scale, e, col + 1, 0);
+  }
+}
 template <int SCALE, bool F32>
 __device__ __forceinline__ void store_y_box(const fp8moe_gemm2_args& a, const float (&acc)[64], int32_t e, int32_t n,
                                             int t, const YScales& y, const int32_t (&slot)[2]) {
 #pragma unroll
   for (int i = 0; i < 64; i += 2) {
     const int h = acc_half(i), col = n + acc_col(i, t);
-    float v0 = acc[i], v1 = acc[i + 1];
-    if (SCALE == FP8MOE_SCALE_TENSOR) {
-      v0 *= y.st;
-      v1 *= y.st;
-    } else if (SCALE == FP8MOE_SCALE_ROW) {
-      v0 = v0 * y.sr[h] * scale_at<F32>(a.w_scale, e, col, 0);
-      v1 = v1 * y.sr[h] * scale_at<F32>(a.w_scale, e, col + 1, 0);
-    }
+    float v0, v1;
+    y_dequant<SCALE, F32>(a, acc, i, e, col, y, v0, v1);
     if (slot[h] >= 0) *reinterpret_cast<uint32_t*>(a.y + static_cast<int64_t>(slot[h]) * a.H + col) = y_bf16x2(v0, v1);
   }
 }
@@ -376,16 +387,9 @@ __device__ __forceinline__ void store_y_box_staged(const fp8moe_gemm2_args& a, c
   wg_sync(wg); /* this warpgroup's previous item is done reading the tile */
 #pragma unroll
   for (int i = 0; i < 64; i += 2) {
-    const int h = acc_half(i), col = acc_col(i, t);
-    float v0 = acc[i], v1 = acc[i + 1];
-    if (SCALE == FP8MOE_SCALE_TENSOR) {
-      v0 *= y.st;
-      v1 *= y.st;
-    } else if (SCALE == FP8MOE_SCALE_ROW) {
-      v0 = v0 * y.sr[h] * scale_at<F32>(a.w_scale, e, n + col, 0);
-      v1 = v1 * y.sr[h] * scale_at<F32>(a.w_scale, e, n + col + 1, 0);
-    }
-    const uint32_t addr = (base0 + (h ? 8u * 256u : 0u)) ^ (static_cast<uint32_t>(i >> 2) << 4); /* chunk j = i / 4 */
+    float v0, v1;
+    y_dequant<SCALE, F32>(a, acc, i, e, n + acc_col(i, t), y, v0, v1);
+    const uint32_t addr = (base0 + (acc_half(i) ? 8u * 256u : 0u)) ^ (static_cast<uint32_t>(i >> 2) << 4); /* chunk i / 4 */
     asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(y_bf16x2(v0, v1)) : "memory");
   }
   wg_sync(wg); /* the tile is complete */
@@ -535,7 +539,8 @@ __device__ __forceinline__ void init_barriers(Smem& sm, uint32_t full_count) {
  * starts from zero in a partial accumulator and is promoted into the fp32 `acc` by ordinary FMUL/FFMA/FADD,
  * for every format: BLOCK acc += part·(sa(h, kb)·sb(kb)) (the thread's two rows, its B tile; one FFMA,
  * promote_stage_folded, which falls back to the CPU backend's (part·sa)·sb for scales where folding could move
- * an overflow by more than a rounding; its comment has the one remaining underflow difference), otherwise acc += part (the scales apply once, in the epilogue). Stages are promoted in order in every LOOP variant
+ * an overflow by more than a rounding; its comment has the one remaining underflow difference), otherwise
+ * acc += part (the scales apply once, in the epilogue). Stages are promoted in order in every LOOP variant
  * (FP8MOE_SM90_LOOP_*, kernels_internal.h), so all three give the same bits; they differ in timing:
  * - OVERLAP: two partial accumulators alternate; stage kb+1's wgmmas are issued (their own group) before
  *   stage kb is promoted, `wgmma.wait_group 1` retires only kb's group, and kb's shared-memory stage is
