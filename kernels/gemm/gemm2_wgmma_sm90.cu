@@ -123,7 +123,10 @@ __global__ void __launch_bounds__(kThreads, 1)
        * shadow item stores none. */
       const int32_t slot[2] = {store ? a.sorted_slots[row0 + rr[0]] : -1, store ? a.sorted_slots[row0 + rr[1]] : -1};
       float acc[64];
-      auto sa = [&](int h, int kb) { return scale_at<F32>(a.a2_scale, row0 + rr[h], kb, 0); };
+      /* A padding row's a2 scale is FLT_MIN (GEMM1's dynamic_scale(0)), which with the usual |s_w| < 1 never
+       * folds (promote_stage_folded): read as 0 (its a2q row is 0 and nothing of it is stored), so a warp that
+       * mixes real and padding rows stays on the folded path. */
+      auto sa = [&](int h, int kb) { return slot[h] >= 0 ? scale_at<F32>(a.a2_scale, row0 + rr[h], kb, 0) : 0.0f; };
       auto sb = [&](int kb) { return scale_at<F32>(a.w_scale, e, nb / kBN, kb); };
       consume<LOOP, SCALE == FP8MOE_SCALE_BLOCK, kPeers>(sm, wg, kblocks, it, acc, sa, sb);
 

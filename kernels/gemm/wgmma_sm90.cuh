@@ -432,12 +432,14 @@ __device__ __forceinline__ void promote_stage(float (&acc)[64], const float (&p)
  * of two e4m3 values ≤ 448), so with |s_row| ≤ 2^100 p·s_row is finite, and a product s_row·s_w that is a
  * finite normal number leaves p·(s_row·s_w) within rounding of (p·s_row)·s_w; s_row = 0 (padding rows: their
  * staged scale is 0) with a finite s_w gives ±0 both ways. Any other scale (huge, a subnormal product, Inf
- * or NaN) takes promote_stage's association. One difference beyond a rounding remains: a nonzero partial is at
- * least 2^-18 (a multiple of the smallest product of two e4m3 values), so where |s_row| < 2^-108 (an
- * activation row whose amax is below ~1e-30) p·s_row can be subnormal and the CPU form loses bits there (or
- * flushes to 0) that the folded form keeps. Without the s_row = 0 case every warp holding a padding row ran both
- * paths: 11 % of the stages at deepseek-v3 T = 8192 (ncu, 2026-12-03). */
+ * or NaN) takes promote_stage's association, and so does |s_row| < 2^-108 (an activation row whose amax is below
+ * ~1e-30): a nonzero partial is at least 2^-18 (a multiple of the smallest product of two e4m3 values), so
+ * p·s_row could be subnormal there, and the CPU form loses bits (or flushes to 0) that the folded form would
+ * keep (a 35M-sample search of both SASS sequences found no other difference beyond a rounding). Without the
+ * s_row = 0 case every warp holding a padding row ran both paths: 11 % of the stages at deepseek-v3 T = 8192
+ * (ncu, 2026-12-03). tests/test_gpu_sweep.c (regression_block_scales) runs scales outside the fold's range. */
 constexpr float kFoldRowScaleMax = 0x1p100f;
+constexpr float kFoldRowScaleMin = 0x1p-108f; /* a nonzero partial is ≥ 2^-18: p·s_row stays normal (2^-126) */
 template <bool BLOCK>
 __device__ __forceinline__ void promote_stage_folded(float (&acc)[64], const float (&p)[64], float c0, float c1,
                                                      float cw) {
@@ -449,6 +451,7 @@ __device__ __forceinline__ void promote_stage_folded(float (&acc)[64], const flo
   const float fa0 = fabsf(f0), fa1 = fabsf(f1);
   /* written so that NaN fails every comparison (fmaxf/fminf would drop it) */
   const bool fold = fabsf(c0) <= kFoldRowScaleMax && fabsf(c1) <= kFoldRowScaleMax &&
+                    (fabsf(c0) >= kFoldRowScaleMin || c0 == 0.0f) && (fabsf(c1) >= kFoldRowScaleMin || c1 == 0.0f) &&
                     (fa0 >= 0x1p-126f || c0 == 0.0f) && (fa1 >= 0x1p-126f || c1 == 0.0f) && fa0 <= 0x1.fffffep127f &&
                     fa1 <= 0x1.fffffep127f; /* FLT_MIN, FLT_MAX */
   if (fold) {
