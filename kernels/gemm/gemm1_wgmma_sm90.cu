@@ -155,16 +155,21 @@ __global__ void __launch_bounds__(kThreads, 1)
       else if (SCALE == FP8MOE_SCALE_ROW) v = v * sx[h] * scale_at<F32>(a.w_scale, e, nrow + acc_col(i, t), 0);
       acc[i] = a.token_weight ? v * tw[h] : v;
     }
+    /* The activation, split between the warpgroups: warpgroup 0 (gate) evaluates columns 0..63 (a thread's
+     * elements i < 32), warpgroup 1 (up) columns 64..127, each after the other has handed it its values of
+     * those columns through epi. It was warpgroup 0 alone, with warpgroup 1 waiting at the barrier for ~24 % of
+     * the consumers' time at qwen3-30b-a3b T = 512 (docs/GPU.md "Next"). Same operations per element:
+     * gated_activation(gate, up) either way. */
     consumer_sync(); /* the previous item's requantization is done reading epi */
-    if (wg == 1)
 #pragma unroll
-      for (int i = 0; i < 64; ++i) sm.epi[rr[acc_half(i)]][acc_col(i, t)] = acc[i];
+    for (int i = 0; i < 64; ++i)
+      if ((i < 32) == (wg == 1)) sm.epi[rr[acc_half(i)]][acc_col(i, t)] = acc[i]; /* the other half's evaluator */
     consumer_sync();
-    if (wg == 0)
 #pragma unroll
-      for (int i = 0; i < 64; ++i) {
+    for (int i = 0; i < 64; ++i)
+      if ((i < 32) == (wg == 0)) {
         float& cell = sm.epi[rr[acc_half(i)]][acc_col(i, t)];
-        cell = gated_activation(a.activation, acc[i], cell);
+        cell = wg == 0 ? gated_activation(a.activation, acc[i], cell) : gated_activation(a.activation, cell, acc[i]);
       }
     consumer_sync();
 
