@@ -305,6 +305,78 @@ static void regression_nonfinite(suite* s) {
     }
 }
 
+/* Block scales at the edges of the wgmma kernels' folded promotion (kernels/gemm/wgmma_sm90.cuh,
+ * promote_stage_folded; docs/GPU.md "The pair kernels' consumer chain"): it multiplies a partial by s_row·s_w
+ * only where that moves a result by at most a rounding from the CPU backend's (p·s_row)·s_w, and random data
+ * never leaves that range, so here every case sits outside it and the CPU association must run: activation
+ * row scales below 2^-108 (bf16 rows ×2^-112) and above 2^100 (×2^110, with subnormal weight scales), host
+ * block scales below 2^-108 on an e4m3 input, and a zero and NaN weight block scales (those tokens' outputs
+ * turn NaN on both backends; an Inf scale is left out: its sign would follow a partial sum's, which the
+ * backends need not round alike near 0). The weight scales make up the row scale's factor, so
+ * outputs stay O(1) and the norm-relative check sees every token. Sizes: 301 tokens (the 64-/128-row
+ * tiles), 4 tokens over 64 experts (the decode rows), and under --large 2,400 tokens. */
+static void regression_block_scales(suite* s, int large) {
+  static const int64_t Ts[] = {301, 4};
+  for (int kase = 0; kase < 4; ++kase)
+    for (size_t ti = 0; ti < (large ? 1 : sizeof Ts / sizeof Ts[0]); ++ti) {
+      if (s->quick && (kase + (int)ti) % 2) continue;
+      pg_config c;
+      base_config(&c, FP8MOE_ROUTING_RENORMALIZE, FP8MOE_QUANT_FP8_BLOCK128, 3);
+      c.T = large ? 2400 : Ts[ti];
+      if (c.T == 4) {
+        c.E = 64;
+        c.K = 6;
+      }
+      if (kase == 2) c.hidden_dtype = TEST_E4M3;
+      c.logits_layout = PG_LOGITS_COMPACT;
+      c.seed = 7000 + (uint64_t)(10 * kase + (int)ti) + (large ? 100 : 0);
+      pg_problem p;
+      if (pg_generate(&p, &c) != 0) {
+        CHECK(0, "pg_generate failed");
+        continue;
+      }
+      const int64_t n_hidden = c.T * c.H, n_w13s = (int64_t)c.E * (2 * c.I / 128) * (c.H / 128);
+      const int64_t n_hs = c.T * (c.H / 128), n_w2s = (int64_t)c.E * (c.H / 128) * (c.I / 128);
+      double row_factor = 1.0; /* applied to the hidden rows (or their host scales); w13's scales get 1/it */
+      if (kase == 0) row_factor = 0x1p-112;
+      /* s_row ≈ 2^102 (a partial ≤ 2^18.6 times it stays finite), s_w ≈ 2^-10 · 2^-117: mostly subnormal */
+      if (kase == 1) row_factor = 0x1p110;
+      if (kase == 2) row_factor = 0x1p-112;
+      if (kase == 2)
+        for (int64_t i = 0; i < n_hs; ++i)
+          pg_set(p.hidden_scale, c.scale_dtype, i, pg_get(p.hidden_scale, c.scale_dtype, i) * row_factor);
+      else
+        for (int64_t i = 0; i < n_hidden; ++i)
+          pg_set(p.hidden, c.hidden_dtype, i, pg_get(p.hidden, c.hidden_dtype, i) * row_factor);
+      const double w_factor = kase == 1 ? 0x1p-117 : 1.0 / row_factor;
+      for (int64_t i = 0; i < n_w13s; ++i)
+        pg_set(p.w13_scale, c.scale_dtype, i, pg_get(p.w13_scale, c.scale_dtype, i) * w_factor);
+      if (kase == 3) { /* one block each, on different experts: zero and NaN in w13, NaN in w2 */
+        const int64_t per13 = n_w13s / c.E, per2 = n_w2s / c.E;
+        pg_set(p.w13_scale, c.scale_dtype, 1 * per13 + 1, 0.0);
+        pg_set(p.w13_scale, c.scale_dtype, 5 * per13 + per13 - 1, NAN);
+        pg_set(p.w2_scale, c.scale_dtype, 9 * per2 + 1, NAN);
+        /* tokens 0..2 pick experts 1, 5 and 9 first (4 tokens over 64 experts might miss them) */
+        for (int64_t t = 0; t < 3; ++t) pg_set(p.logits, c.logits_dtype, t * c.E + 1 + 4 * t, 20.0);
+      }
+      pg_describe(&p);
+      compare_one(s, &p, kase == 3 ? "scale-nf" : "scale-edge");
+      /* The comparison skips non-finite outputs, so a case that overflowed everywhere would pass unseen: most
+       * outputs must be finite and nonzero (kase 3: some NaN, from the NaN scales, and some finite). */
+      int64_t finite = 0, nan_out = 0;
+      for (int64_t i = 0; i < c.T * c.H; ++i) {
+        const double v = pg_output_at(&p, i);
+        finite += isfinite(v) && v != 0.0;
+        nan_out += isnan(v);
+      }
+      ++s->checks;
+      CHECK(kase == 3 ? finite > 0 && nan_out > 0 : 2 * finite > c.T * c.H,
+            "block scales case %d, T=%lld: %lld of %lld outputs finite and nonzero, %lld NaN", kase, (long long)c.T,
+            (long long)finite, (long long)(c.T * c.H), (long long)nan_out);
+      pg_free(&p);
+    }
+}
+
 /* The kernel plan's decode rows (docs/GPU.md, at most half a row per expert: 2·T·K ≤ E): these experts are far
  * below the plan's size rule, so the default context runs the register pair (as FP8MOE_CUDA_GEMM_FALLBACK=k,
  * test_gpu_sweep_stream_k) and FALLBACK=l (test_gpu_sweep_sizes_l) on an H200 the stream pair
@@ -674,6 +746,7 @@ int main(int argc, char** argv) {
     printf("context: %s, %d SMs, cc %d\n", ci.device_name, (int)ci.sm_count, (int)ci.compute_capability);
     if (large_only) {
       plan_rows(&s);
+      regression_block_scales(&s, 1);
       graph_capture(&s, 2400);
     } else {
       sweep(&s);
@@ -681,6 +754,7 @@ int main(int argc, char** argv) {
       decode_rows(&s);
     regression_ties(&s);
     regression_nonfinite(&s);
+    regression_block_scales(&s, 0);
     regression_precomputed_range(&s);
     regression_t0(&s);
     regression_shards(&s);
