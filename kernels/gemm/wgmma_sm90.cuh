@@ -155,16 +155,8 @@ __device__ __forceinline__ void mbar_arrive_cluster(uint64_t* b, uint32_t rank, 
       "r"(rank), "r"(on)
       : "memory");
 }
-__device__ __forceinline__ void mbar_wait_cluster(uint64_t* b, uint32_t parity) {
-  asm volatile(
-      "{\n.reg .pred done;\n"
-      "WAITC:\n"
-      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
-      "@!done bra WAITC;\n"
-      "}\n" ::"r"(saddr(b)),
-      "r"(parity)
-      : "memory");
-}
+/* The producer's wait for both CTAs' releases: the plain wait (the name says whose arrivals it counts). */
+__device__ __forceinline__ void mbar_wait_cluster(uint64_t* b, uint32_t parity) { mbar_wait(b, parity); }
 
 /* Generic-proxy writes (cp.async) made visible to the async proxy (wgmma reads). */
 __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
