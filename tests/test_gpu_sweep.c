@@ -308,12 +308,13 @@ static void regression_nonfinite(suite* s) {
 /* Block scales at the edges of the wgmma kernels' folded promotion (kernels/gemm/wgmma_sm90.cuh,
  * promote_stage_folded; docs/GPU.md "The pair kernels' consumer chain"): it multiplies a partial by s_row·s_w
  * only where that moves a result by at most a rounding from the CPU backend's (p·s_row)·s_w, and random data
- * never leaves that range, so here every case sits outside it and the CPU association must run: activation
+ * never leaves that range, so here GEMM1's scales sit outside it and the CPU association must run: activation
  * row scales below 2^-108 (bf16 rows ×2^-112) and above 2^100 (×2^110, with subnormal weight scales), host
- * block scales below 2^-108 on an e4m3 input, and a zero and NaN weight block scales (those tokens' outputs
- * turn NaN on both backends; an Inf scale is left out: its sign would follow a partial sum's, which the
- * backends need not round alike near 0). The weight scales make up the row scale's factor, so
- * outputs stay O(1) and the norm-relative check sees every token. Sizes: 301 tokens (the 64-/128-row
+ * block scales below 2^-108 on an e4m3 input, and a zero and a NaN weight block scale (NaN outputs for those
+ * tokens on both backends; an Inf scale is left out: its sign would follow a partial sum's, which the backends
+ * need not round alike near 0). GEMM2's a2 row scales stay normal here (a case for them: scale w13's up blocks
+ * by 2^-115 and w2's by 2^115 — not yet run on a GPU). The weight scales make up the row scale's factor, so
+ * outputs stay normal numbers and the norm-relative check sees every token. Sizes: 301 tokens (the 64-/128-row
  * tiles), 4 tokens over 64 experts (the decode rows), and under --large 2,400 tokens. */
 static void regression_block_scales(suite* s, int large) {
   static const int64_t Ts[] = {301, 4};
@@ -339,7 +340,7 @@ static void regression_block_scales(suite* s, int large) {
       const int64_t n_hs = c.T * (c.H / 128), n_w2s = (int64_t)c.E * (c.H / 128) * (c.I / 128);
       double row_factor = 1.0; /* applied to the hidden rows (or their host scales); w13's scales get 1/it */
       if (kase == 0) row_factor = 0x1p-112;
-      /* s_row ≈ 2^102 (a partial ≤ 2^18.6 times it stays finite), s_w ≈ 2^-10 · 2^-117: mostly subnormal */
+      /* s_row ≈ 2^102 (a partial ≤ 2^18.6 times it stays finite), s_w ≈ 2^-10 · 2^-117: subnormal */
       if (kase == 1) row_factor = 0x1p110;
       if (kase == 2) row_factor = 0x1p-112;
       if (kase == 2)

@@ -6,8 +6,9 @@
  * warpgroup gathers the 64 token rows of x through sorted_slots with 16-byte cp.async into the swizzled
  * layout (each producer thread publishes a stage kLag groups later: wait_group, proxy fence, arrive), and
  * one thread loads the 128 gate rows and the 128 up rows of W13[e] by TMA; consumer warpgroup 0 computes the
- * gate half, 1 the up half. Epilogue: up goes through shared memory to the gate warpgroup, which writes the
- * activated tile; all 256 consumer threads then requantize it (4 threads per row, as the mma.sync kernel).
+ * gate half, 1 the up half. Epilogue: each warpgroup hands the other, through shared memory, its values of the
+ * columns the other activates (gate: 0..63, up: 64..127), and both write the activated tile there; all 256
+ * consumer threads then requantize it (4 threads per row, as the mma.sync kernel).
  * Persistent CTAs walk the items in the host's order (item_order, item_group: src/cuda/cuda_plan.c), mapped
  * by the producer and the consumers through the same fp8moe_sm90_item_of (sm90_items.h). Grouped (the
  * default) keeps a wave on about item_group tiles' gathered rows; column-block major (the old order) puts a

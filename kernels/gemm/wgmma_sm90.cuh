@@ -70,7 +70,7 @@ static_assert(sizeof(Stage) % 1024 == 0, "the 128-byte swizzle repeats every 102
 
 struct Smem {
   Stage st[kStages];
-  float epi[kBM][kEpiPitch]; /* GEMM1's epilogue: up values, then the activated tile */
+  float epi[kBM][kEpiPitch]; /* GEMM1's epilogue: the handed-over gate/up halves, then the activated tile */
   uint64_t full[kStages];
   uint64_t empty[kStages];
 };
