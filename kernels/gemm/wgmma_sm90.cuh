@@ -323,9 +323,6 @@ __device__ __forceinline__ YScales y_scales(const fp8moe_gemm2_args& a, int32_t 
   return y;
 }
 
-/* GEMM2's epilogue for the thread's accumulators of one 128-column W2 box from column n: dequantized per
- * element (ROW: × the column's weight scale too) and stored as bf16 pairs into the y rows slot[h] of its two
- * rows; padding rows (slot < 0) are not stored. Both sm90 GEMM2 kernels end this way. */
 /* The thread's accumulator pair i, i + 1 (output columns col, col + 1 of row half acc_half(i)) dequantized for
  * y: TENSOR × the expert's scale product, ROW × the row's a2 scale × each column's weight scale, BLOCK as
  * promoted. Both store paths below use it (and y_bf16x2), so they write the same bits. */
@@ -343,6 +340,10 @@ __device__ __forceinline__ void y_dequant(const fp8moe_gemm2_args& a, const floa
     v1 = v1 * y.sr[h] * scale_at<F32>(a.w_scale, e, col + 1, 0);
   }
 }
+/* GEMM2's epilogue for the thread's accumulators of one 128-column W2 box from column n: dequantized per
+ * element (y_dequant) and stored as bf16 pairs into the y rows slot[h] of its two rows, one 4-byte store per
+ * pair; padding rows (slot < 0) are not stored. The 128-row GEMM2 ends this way; the 64-row one stages the
+ * same values through shared memory (store_y_box_staged, below). */
 template <int SCALE, bool F32>
 __device__ __forceinline__ void store_y_box(const fp8moe_gemm2_args& a, const float (&acc)[64], int32_t e, int32_t n,
                                             int t, const YScales& y, const int32_t (&slot)[2]) {
