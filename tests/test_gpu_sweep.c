@@ -312,13 +312,14 @@ static void regression_nonfinite(suite* s) {
  * row scales below 2^-108 (bf16 rows ×2^-112) and above 2^100 (×2^110, with subnormal weight scales), host
  * block scales below 2^-108 on an e4m3 input, and a zero and a NaN weight block scale (NaN outputs for those
  * tokens on both backends; an Inf scale is left out: its sign would follow a partial sum's, which the backends
- * need not round alike near 0). GEMM2's a2 row scales stay normal here (a case for them: scale w13's up blocks
- * by 2^-115 and w2's by 2^115 — not yet run on a GPU). The weight scales make up the row scale's factor, so
- * outputs stay normal numbers and the norm-relative check sees every token. Sizes: 301 tokens (the 64-/128-row
+ * need not round alike near 0). Case 4 takes GEMM2's a2 row scales out of the range: w13's up blocks ×2^-110
+ * make the activated rows ~2^-110 and their row scales ~2^-118, and w2's blocks ×2^110 bring the outputs back.
+ * The weight scales make up the row scale's factor, so outputs stay normal numbers and the norm-relative check
+ * sees every token. Sizes: 301 tokens (the 64-/128-row
  * tiles), 4 tokens over 64 experts (the decode rows), and under --large 2,400 tokens. */
 static void regression_block_scales(suite* s, int large) {
   static const int64_t Ts[] = {301, 4};
-  for (int kase = 0; kase < 4; ++kase)
+  for (int kase = 0; kase < 5; ++kase)
     for (size_t ti = 0; ti < (large ? 1 : sizeof Ts / sizeof Ts[0]); ++ti) {
       if (s->quick && (kase + (int)ti) % 2) continue;
       pg_config c;
@@ -352,6 +353,18 @@ static void regression_block_scales(suite* s, int large) {
       const double w_factor = kase == 1 ? 0x1p-117 : 1.0 / row_factor;
       for (int64_t i = 0; i < n_w13s; ++i)
         pg_set(p.w13_scale, c.scale_dtype, i, pg_get(p.w13_scale, c.scale_dtype, i) * w_factor);
+      if (kase == 4) { /* [E][2I/128][H/128]: the up half's column blocks ×2^-110, all of w2's ×2^110 */
+        const int64_t nb = 2 * c.I / 128, kb = c.H / 128;
+        const int64_t up0 = c.gate_up_order == FP8MOE_GATE_UP_GATE_FIRST ? nb / 2 : 0;
+        for (int64_t e = 0; e < c.E; ++e)
+          for (int64_t n = up0; n < up0 + nb / 2; ++n)
+            for (int64_t k = 0; k < kb; ++k) {
+              const int64_t i = (e * nb + n) * kb + k;
+              pg_set(p.w13_scale, c.scale_dtype, i, pg_get(p.w13_scale, c.scale_dtype, i) * 0x1p-110);
+            }
+        for (int64_t i = 0; i < n_w2s; ++i)
+          pg_set(p.w2_scale, c.scale_dtype, i, pg_get(p.w2_scale, c.scale_dtype, i) * 0x1p110);
+      }
       if (kase == 3) { /* one block each, on different experts: zero and NaN in w13, NaN in w2 */
         const int64_t per13 = n_w13s / c.E, per2 = n_w2s / c.E;
         pg_set(p.w13_scale, c.scale_dtype, 1 * per13 + 1, 0.0);
