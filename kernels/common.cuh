@@ -150,6 +150,9 @@ __device__ __forceinline__ void cp_async_16(void* smem, const void* gmem, int sr
 
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 
+/* Waits for every cp.async this thread has issued, committed to a group or not. */
+__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
+
 /* Waits until at most N of this thread's committed cp.async groups are still in flight. */
 template <int N>
 __device__ __forceinline__ void cp_async_wait_group() {

@@ -50,8 +50,8 @@ __device__ __forceinline__ void cp_async_4(uint32_t dst, const void* src, int by
  * Thread 0 loads both B boxes. BLOCK: the stage's block scales go to shared memory with it (thread p the
  * activation scale of row p / 8 + 16·(p % 8), thread 0 also the gate and up weight-block scales: F32 by
  * 4-byte cp.async in the stage's group, otherwise converted by load_f32 and stored), so the consumers keep
- * no scale addresses in their registers. Each thread publishes a stage kLag cp.async groups later
- * (wait_group, proxy fence, arrive; the arrive's release also covers its shared-memory stores), as
+ * no scale addresses in their registers. Each thread's share of the stage's full barrier completes when its
+ * copies land (publish_gathered; its plain arrive's release also covers the shared-memory stores), as
  * gemm1_wgmma_sm90.cu. */
 template <bool BLOCK, bool F32>
 __device__ __forceinline__ void produce_pairs(const fp8moe_gemm1_args& a, const CUtensorMap& map_w, PairAddr sm,
@@ -119,17 +119,10 @@ __device__ __forceinline__ void produce_pairs(const fp8moe_gemm1_args& a, const 
           }
         }
       }
-      cp_async_commit();
-      if (it >= static_cast<uint32_t>(kLag)) {
-        cp_async_wait_group<kLag>();
-        fence_proxy_async();
-        mbar_arrive(sm.full((it - kLag) % kStages));
-      }
+      publish_gathered(sm.full(s));
     }
   }
-  cp_async_wait_group<0>();
-  fence_proxy_async();
-  for (uint32_t j = it > static_cast<uint32_t>(kLag) ? it - kLag : 0; j < it; ++j) mbar_arrive(sm.full(j % kStages));
+  cp_async_wait_all(); /* as gemm1_wgmma_sm90.cu */
 }
 
 #endif
@@ -179,7 +172,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       cg = ld_shared_f32(sp.w_scale(s, 0));
       cu = ld_shared_f32(sp.w_scale(s, 1));
     };
-    consume_pair<SCALE == FP8MOE_SCALE_BLOCK, true>(sp, wg, kblocks, it, acc_g, acc_u, scales);
+    consume_pair<SCALE == FP8MOE_SCALE_BLOCK, true, true>(sp, wg, kblocks, it, acc_g, acc_u, scales);
     const int lane = tid % 32, q = tid % 128 / 32;
     const int g = lane / 4, t = lane % 4;
     const int rr[2] = {16 * q + g, 16 * q + g + 8};

@@ -4,7 +4,8 @@
  * DEFERRED_* fp32 + amax), on the warp-specialized wgmma + TMA machinery of wgmma_sm90.cuh.
  * Work item: 64 expert-sorted rows (tile_m = 64) × 128 intermediate columns. Per stage the producer
  * warpgroup gathers the 64 token rows of x through sorted_slots with 16-byte cp.async into the swizzled
- * layout (each producer thread publishes a stage kLag groups later: wait_group, proxy fence, arrive), and
+ * layout (each producer thread's share of the stage's barrier completes when its copies land:
+ * publish_gathered), and
  * one thread loads the 128 gate rows and the 128 up rows of W13[e] by TMA; consumer warpgroup 0 computes the
  * gate half, 1 the up half. Epilogue: each warpgroup hands the other, through shared memory, its values of the
  * columns the other activates (gate: 0..63, up: 64..127), and both write the activated tile there; all 256
@@ -71,17 +72,10 @@ __device__ __forceinline__ void produce(const fp8moe_gemm1_args& a, const CUtens
 #pragma unroll
       for (int i = 0; i < 4; ++i)
         cp_async_16(sm.st[s].a + (rb + 16 * i) * kBK + swz, src[i] + kb * kBK, bytes[i]);
-      cp_async_commit();
-      if (it >= static_cast<uint32_t>(kLag)) {
-        cp_async_wait_group<kLag>();
-        fence_proxy_async();
-        mbar_arrive(&sm.full[(it - kLag) % kStages]);
-      }
+      publish_gathered(&sm.full[s]);
     }
   }
-  cp_async_wait_group<0>();
-  fence_proxy_async();
-  for (uint32_t j = it > static_cast<uint32_t>(kLag) ? it - kLag : 0; j < it; ++j) mbar_arrive(&sm.full[j % kStages]);
+  cp_async_wait_all(); /* no copy of this thread outlives it (the consumers wait for them anyway) */
   /* Cluster: wait until both CTAs' consumers released every stage filled here, so no arrival of the peer
    * is still on its way to this CTA's barriers when it exits (as GEMM2's producer). */
   if (CLUSTER && p == 0)
@@ -141,7 +135,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     float acc[64];
     auto sa = [&](int h, int kb) { return tok[h] >= 0 ? scale_at<F32>(a.x_scale, tok[h], kb, 0) : 0.0f; };
     auto sb = [&](int kb) { return scale_at<F32>(a.w_scale, e, nrow / kBN, kb); };
-    consume<LOOP, SCALE == FP8MOE_SCALE_BLOCK, kPeers>(sm, wg, kblocks, it, acc, sa, sb);
+    consume<LOOP, SCALE == FP8MOE_SCALE_BLOCK, kPeers, true>(sm, wg, kblocks, it, acc, sa, sb);
 
     float sxw = 0.0f, sx[2] = {0.0f, 0.0f};
     if (SCALE == FP8MOE_SCALE_TENSOR) sxw = kref_at(a.x_scale, 0) * kref_at(a.w_scale, e);

@@ -105,7 +105,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         c0 = scale_off<F32>(a.a2_scale, oa + kb * a.a2_scale.s[1]);
         c1 = scale_off<F32>(a.a2_scale, oa + 8 * a.a2_scale.s[0] + kb * a.a2_scale.s[1]);
       };
-      consume_pair<SCALE == FP8MOE_SCALE_BLOCK, false>(sp, wg, kblocks, it, acc0, acc1, scales);
+      consume_pair<SCALE == FP8MOE_SCALE_BLOCK, false, false>(sp, wg, kblocks, it, acc0, acc1, scales);
     }
     const int64_t row0 = static_cast<int64_t>(pr.tile0 + wg) * kBM;
     const int32_t e = a.tile_expert[pr.tile0];

@@ -192,7 +192,7 @@ __device__ __forceinline__ Pair pair_of(PairAddr sm, int32_t pair) {
  * latency the wait and the wgmmas hide, GEMM2). No wgmma group is in flight at any control-flow merge (each
  * product waits for its own), so ptxas keeps the wgmmas async. The other consumer warpgroup runs its own
  * products meanwhile: one's promotion overlaps the other's wgmmas. */
-template <bool BLOCK, bool STAGED, class Scales>
+template <bool BLOCK, bool STAGED, bool GATHERED, class Scales>
 __device__ __forceinline__ void consume_pair(PairAddr sm, int wg, int kblocks, uint32_t& it, float (&acc0)[64],
                                              float (&acc1)[64], Scales scales) {
   float p[64];
@@ -205,6 +205,7 @@ __device__ __forceinline__ void consume_pair(PairAddr sm, int wg, int kblocks, u
     float c0 = 0.0f, c1 = 0.0f, cw0 = 0.0f, cw1 = 0.0f;
     if (BLOCK && !STAGED) scales(s, kb, c0, c1, cw0, cw1);
     mbar_wait(sm.full(s), (pos / kStages) & 1u);
+    if (GATHERED) fence_proxy_async(); /* A came by cp.async (generic proxy): publish_gathered */
     const uint64_t da = desc_sw128(sm.a(s, wg));
     const uint64_t db0 = desc_sw128(sm.b(s, 0)), db1 = desc_sw128(sm.b(s, 1));
     if (BLOCK && STAGED) scales(s, kb, c0, c1, cw0, cw1);

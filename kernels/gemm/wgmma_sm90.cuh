@@ -52,7 +52,6 @@ constexpr int kBK = 128;  /* K per stage: one scale block, one 128-byte swizzle 
 constexpr int kStages = 4;
 constexpr int kThreads = 384;
 constexpr int kConsumers = 256;
-constexpr int kLag = 2;   /* cp.async groups a gathering producer thread keeps in flight before publishing */
 constexpr int kATileBytes = kBM * kBK;
 constexpr int kBTileBytes = kBN * kBK;
 constexpr int kEpiPitch = kBN + 4;
@@ -160,6 +159,18 @@ __device__ __forceinline__ void mbar_wait_cluster(uint64_t* b, uint32_t parity) 
 
 /* Generic-proxy writes (cp.async) made visible to the async proxy (wgmma reads). */
 __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+
+/* A gathering producer thread's share of a stage's full barrier (GEMM1; docs/GPU.md "The gathering producers'
+ * publication"): cp.async.mbarrier.arrive (without .noinc) raises the barrier's pending count now and lowers it
+ * when every cp.async this thread has issued lands, and the plain arrive counts the thread (its release also
+ * orders the thread's st.shared scale stores before the phase completes). The thread never waits for its own
+ * copies, so all kStages stages can be in flight; the consumers fence the proxies after their full wait
+ * (GATHERED in consume() and consume_pair()), the first point where the copies are known to have landed. */
+__device__ __forceinline__ void publish_gathered(uint32_t bar) {
+  asm volatile("cp.async.mbarrier.arrive.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
+  mbar_arrive(bar);
+}
+__device__ __forceinline__ void publish_gathered(uint64_t* bar) { publish_gathered(saddr(bar)); }
 
 __device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap* map, uint32_t bar, int32_t c0, int32_t c1) {
   asm volatile(
@@ -552,7 +563,7 @@ __device__ __forceinline__ void init_barriers(Smem& sm, uint32_t full_count) {
  *   kb+1 is waited for and issued, and kb is promoted while kb+1's wgmmas run.
  * The two-accumulator loops are unrolled by two so each partial accumulator stays a fixed register array.
  * kblocks ≥ 1. */
-template <int LOOP, bool BLOCK, int PEERS, class RowScale, class BScale>
+template <int LOOP, bool BLOCK, int PEERS, bool GATHERED, class RowScale, class BScale>
 __device__ __forceinline__ void consume(Smem& sm, int wg, int kblocks, uint32_t& it, float (&acc)[64],
                                         RowScale sa, BScale sb) {
   static_assert(LOOP == FP8MOE_SM90_LOOP_OVERLAP || LOOP == FP8MOE_SM90_LOOP_SERIAL ||
@@ -574,6 +585,7 @@ __device__ __forceinline__ void consume(Smem& sm, int wg, int kblocks, uint32_t&
     const uint32_t pos = it + static_cast<uint32_t>(kb);
     const int s = static_cast<int>(pos % kStages);
     mbar_wait(&sm.full[s], (pos / kStages) & 1u);
+    if (GATHERED) fence_proxy_async(); /* A came by cp.async (generic proxy): publish_gathered */
     const uint64_t da = desc_sw128(sm.st[s].a), db = desc_sw128(sm.st[s].b[wg]);
     wgmma_fence();
     fence_regs(p);
