@@ -8,7 +8,8 @@
  *    in flight per SM) guarded by full/empty mbarriers (the protocol of wgmma_sm90.cuh); the tile's 16 token
  *    rows (128 bytes each) come with them: GEMM2's contiguous a2q rows as one more TMA box, GEMM1's x rows
  *    gathered through sorted_slots by 16-byte cp.async of the whole producer warp into the same swizzled
- *    layout (published kLag stages later after wait_group and a proxy fence, as gemm1_wgmma_sm90.cu).
+ *    layout (each lane's share of the stage's full barrier completes when its copies land: publish_gathered,
+ *    as gemm1_wgmma_sm90.cu).
  *  - Swap-AB: the weights are wgmma's A (M = 64 weight rows per instruction, 4 per stage: 256 rows), the
  *    tokens its B, N = 8 (tiles with ≤ 8 real rows) or 16: `wgmma m64nNk32 e4m3`, both from shared memory.
  *    Every 128-K block's sum starts from zero and is promoted into fp32 (FP8_BLOCK128: acc += (part·s_act)·s_w,
@@ -49,14 +50,12 @@ static_assert(kUnitRows == 2 * kBox, "a stage loads a unit's two boxes");
 constexpr int kStages = FP8MOE_STREAM_STAGES;
 constexpr int kConsumers = 128;                  /* one warpgroup: warps 0–3 */
 constexpr int kThreads = kConsumers + 32;        /* + the producer warp */
-constexpr int kLag = 2;                          /* cp.async groups in flight per gathering lane before publishing */
 constexpr int kBoxBytes = kBox * kBK;
 constexpr int kXBytes = kRows * kBK;
 constexpr int kEpiPitch = kUnitRows + 4;
 constexpr int kPartial = FP8MOE_STREAM_PARTIAL_FLOATS; /* floats of one partial tile: 32 per consumer thread */
 static_assert(kRows == 16 && kBK == 128, "16-row tiles, 128-wide scale blocks");
 static_assert(kPartial == 4 * (kRows / 2) * kConsumers, "4 M blocks × N/2 accumulators × 128 threads");
-static_assert(kStages > kLag, "the gathering producer publishes kLag stages late");
 
 struct Stage {
   uint8_t w[2][kBoxBytes]; /* two 128-row boxes: GEMM1 gate rows then up rows; GEMM2 columns n0.., n0+128.. */
@@ -186,7 +185,7 @@ __device__ __forceinline__ void walk_units(const Range& rg, const int32_t* sorte
 /* Blocks [kb0, kb1) of one unit from the ring (position `it` on): acc[m] is M block m (64 weight rows:
  * box m / 2, half m % 2). The block scales are read before the full barrier's wait, so their latency hides
  * under it: cx(b, kb) of the thread's b-th token, cw(box, kb) of a weight box. */
-template <int N, bool BLOCK, class XScale, class WScale>
+template <int N, bool BLOCK, bool GATHERED, class XScale, class WScale>
 __device__ __forceinline__ void consume(Smem& sm, int kb0, int kb1, uint32_t& it, float (&acc)[4][N / 2], XScale cx,
                                         WScale cw) {
   constexpr int R = N / 2, B = N / 4;
@@ -212,6 +211,7 @@ __device__ __forceinline__ void consume(Smem& sm, int kb0, int kb1, uint32_t& it
     }
     const int s = static_cast<int>(it % kStages);
     mbar_wait(&sm.full[s], (it / kStages) & 1u);
+    if (GATHERED) fence_proxy_async(); /* GEMM1's x rows came by cp.async: sm90::publish_gathered */
     const uint64_t db = desc_sw128(sm.st[s].x);
     wgmma_fence();
 #pragma unroll
@@ -327,17 +327,10 @@ __device__ __forceinline__ void produce1(const fp8moe_gemm1_args& a, const CUten
         const int c = c0 + j;
         cp_async_16(sm.st[s].x + r * kBK + ((c ^ (r & 7)) << 4), src + static_cast<int64_t>(kb) * kBK + 16 * c, bytes);
       }
-      cp_async_commit();
-      if (it >= static_cast<uint32_t>(kLag)) {
-        cp_async_wait_group<kLag>();
-        fence_proxy_async(); /* the gathered rows (generic proxy) before the wgmmas that read them (async proxy) */
-        mbar_arrive(&sm.full[(it - kLag) % kStages]);
-      }
+      sm90::publish_gathered(&sm.full[s]);
     }
   }
-  cp_async_wait_group<0>();
-  fence_proxy_async();
-  for (uint32_t j = it > static_cast<uint32_t>(kLag) ? it - kLag : 0u; j < it; ++j) mbar_arrive(&sm.full[j % kStages]);
+  cp_async_wait_all(); /* as gemm1_wgmma_sm90.cu */
 }
 
 /* GEMM2's producer (lane 0): per stage the unit's two boxes of W2[e] (output columns n0.., n0+128..; one
@@ -496,7 +489,7 @@ __device__ __forceinline__ void unit1(const fp8moe_gemm1_args& a, Smem& sm, cons
   auto cx = [&](int b, int kb) { return tok[b] >= 0 ? kref_at(a.x_scale, tok[b], kb) : 0.0f; };
   auto cw = [&](int box, int kb) { return kref_at(a.w_scale, e, nb[box], kb); };
   const Factors1<B> f = factors1<SCALE, N>(a, e, n0, tr);
-  consume<N, SCALE == FP8MOE_SCALE_BLOCK>(sm, seg.kb0, seg.kb1, it, acc, cx, cw);
+  consume<N, SCALE == FP8MOE_SCALE_BLOCK, true>(sm, seg.kb0, seg.kb1, it, acc, cx, cw);
   if (fixup<N>(sm, seg, a.stream_partials, a.stream_counters, acc)) epilogue1<SCALE, N>(a, sm, acc, e, row0, n0, f);
 }
 #endif
@@ -599,7 +592,7 @@ __device__ __forceinline__ void unit2(const fp8moe_gemm2_args& a, Smem& sm, cons
   auto cx = [&](int b, int kb) { return kref_at(a.a2_scale, row0 + tok_of_index(b), kb); };
   auto cw = [&](int box, int kb) { return kref_at(a.w_scale, e, nb[box], kb); };
   const float st = factor2<SCALE>(a, e, row0, n0, tr);
-  consume<N, SCALE == FP8MOE_SCALE_BLOCK>(sm, seg.kb0, seg.kb1, it, acc, cx, cw);
+  consume<N, SCALE == FP8MOE_SCALE_BLOCK, false>(sm, seg.kb0, seg.kb1, it, acc, cx, cw);
   if (fixup<N>(sm, seg, a.stream_partials, a.stream_counters, acc)) epilogue2<SCALE, N>(a, sm, acc, e, n0, tr, st);
 }
 #endif
