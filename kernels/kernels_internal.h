@@ -215,6 +215,8 @@ typedef struct fp8moe_gemm1_args {
   int32_t max_clusters;        /* sm90 only: > 0 runs the 2-CTA cluster kernel (W13 boxes multicast to both
                                   CTAs of a pair of items of one column block and expert) on at most this many
                                   clusters (fp8moe_prepare_gemm1_sm90_clusters); 0 the one-CTA kernel */
+  int32_t alternate;           /* sm90 pairs only: 1 = 64-row items, the two consumer warpgroups take turns
+                                  (gemm1_wgmma128_sm90.cu "Alternating"); 0 = pairs of tiles */
   float* stream_partials;      /* stream kernels only: [FP8MOE_STREAM_MAX_CTAS][2][FP8MOE_STREAM_PARTIAL_FLOATS] */
   uint32_t* stream_counters;   /* stream kernels only: [FP8MOE_STREAM_MAX_CTAS], zero at the kernel's start */
 } fp8moe_gemm1_args;
@@ -228,7 +230,8 @@ int fp8moe_launch_gemm1_sm90(const fp8moe_gemm1_args* a, cudaStream_t stream);
  * expert (the layout's tile_m stays 64), the pair list built by every CTA in shared memory from num_tiles and
  * tile_expert; item_group counts pairs. The same needs and refusals as fp8moe_launch_gemm1_sm90 (sm90_loop
  * and max_clusters are not read: one main loop, one-CTA kernel), and max_tiles ≤ FP8MOE_GEMM1_PAIR_MAX_TILES,
- * E_local ≤ FP8MOE_GEMM1_PAIR_MAX_EXPERTS (its shared-memory pair list). */
+ * E_local ≤ FP8MOE_GEMM1_PAIR_MAX_EXPERTS (its shared-memory pair list). alternate = 1: 64-row items (tiles,
+ * item_group counts tiles), no pair list and no limits beyond fp8moe_launch_gemm1_sm90's. */
 #define FP8MOE_GEMM1_PAIR_MAX_TILES 8192
 #define FP8MOE_GEMM1_PAIR_MAX_EXPERTS FP8MOE_PERMUTE_MAX_EXPERTS
 int fp8moe_launch_gemm1_sm90_pairs(const fp8moe_gemm1_args* a, cudaStream_t stream);

@@ -46,6 +46,13 @@ if(FP8MOE_WITH_CUDA AND TARGET fp8moe_test_ref)
   add_test(NAME test_gpu_sweep_sm90_v COMMAND test_gpu_sweep --large)
   set_tests_properties(test_gpu_sweep_sm90_v PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600 LABELS gpu
                        ENVIRONMENT "FP8MOE_LIBRARY=$<TARGET_FILE:fp8moe>;FP8MOE_CUDA_GEMM_FALLBACK=v")
+  # The alternating GEMM1 (opt-in "a", kernels/gemm/gemm1_wgmma128_sm90.cu ALT; docs/GPU.md "Alternating 64-row
+  # items") in place of the 64-row GEMM1: with "v" every large-M row, in full and at --large (graph capture).
+  foreach(_size full large)
+    add_test(NAME test_gpu_sweep_sm90_av_${_size} COMMAND test_gpu_sweep $<$<STREQUAL:${_size},large>:--large>)
+    set_tests_properties(test_gpu_sweep_sm90_av_${_size} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600 LABELS gpu
+                         ENVIRONMENT "FP8MOE_LIBRARY=$<TARGET_FILE:fp8moe>;FP8MOE_CUDA_GEMM_FALLBACK=av")
+  endforeach()
   # The 128-row GEMM2 (opt-in "i", kernels/gemm/gemm2_wgmma128_sm90.cu; docs/GPU.md "128-row GEMM2 items"): the
   # same large-M sweep (every format, experts of one tile and odd tile counts, an expert-parallel shard, several
   # item groups, a graph capture) against the CPU backend, with the 128-row GEMM1 (the default) before it.

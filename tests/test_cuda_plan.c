@@ -275,6 +275,11 @@ static void sm90_variants(void) {
   EXPECT(clusters_are(0), "FALLBACK=12dpcstqruo: no clusters");
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "12dkjpcst", 1);
   EXPECT(variant_is(overlap, grouped, grouped) && clusters_are(0), "FALLBACK=12dkjpcst: the sm90 variant is untouched");
+  EXPECT(fp8moe_cuda_plan_context_sm90_variant().gemm1_alternate == 0, "FALLBACK=12dkjpcst: no alternating GEMM1");
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "a", 1);
+  EXPECT(variant_is(overlap, grouped, grouped) && clusters_are(0) &&
+             fp8moe_cuda_plan_context_sm90_variant().gemm1_alternate == 1,
+         "FALLBACK=a: the alternating GEMM1, nothing else changed");
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "o", 1);
   EXPECT(variant_is(overlap, grouped, column), "FALLBACK=o: GEMM2 column-block major, GEMM1 grouped");
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "u", 1);

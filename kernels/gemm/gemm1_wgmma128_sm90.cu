@@ -19,7 +19,15 @@
  * it, in tile order (bit 15 of an entry: the pair has a second tile). Items = pairs × column blocks, walked in
  * the grouped order of sm90_items.h with pairs in place of tiles. Limits: max_tiles ≤
  * FP8MOE_GEMM1_PAIR_MAX_TILES, E_local ≤ FP8MOE_GEMM1_PAIR_MAX_EXPERTS (the plan's needs; the launcher refuses
- * beyond them). */
+ * beyond them).
+ *
+ * Alternating (ALT, a.alternate; docs/GPU.md "Alternating 64-row items"): items are single 64-row tiles × 128
+ * columns (the 64-row kernel's items, no pair list), and the two consumer warpgroups take the CTA's items in
+ * turns, each computing gate and up of its whole tile: so one warpgroup's epilogue (activation,
+ * requantization, stores: no wgmma for thousands of cycles) runs while the other's main loop keeps the
+ * tensor cores and the ring busy, where gemm1_wgmma_sm90.cu stops both. A warpgroup starts its main loop only
+ * after the other has passed every full wait of the previous item (`turn` barriers): the ring's stages go to
+ * the items in order, and a parity wait must never be two phases ahead. Empty barriers count one warpgroup. */
 #include "sm90_pairs.cuh"
 
 namespace fp8moe {
@@ -53,9 +61,10 @@ __device__ __forceinline__ void cp_async_4(uint32_t dst, const void* src, int by
  * no scale addresses in their registers. Each thread's share of the stage's full barrier completes when its
  * copies land (publish_gathered; its plain arrive's release also covers the shared-memory stores), as
  * gemm1_wgmma_sm90.cu. */
-template <bool BLOCK, bool F32>
+template <bool BLOCK, bool F32, bool ALT>
 __device__ __forceinline__ void produce_pairs(const fp8moe_gemm1_args& a, const CUtensorMap& map_w, PairAddr sm,
                                               int kblocks) {
+  constexpr int kRowSets = ALT ? 4 : 8; /* rows rb + 16i gathered per stage: one tile or two */
   const int p = threadIdx.x, c = p & 7, rb = p >> 3;
   /* This thread's chunk in row rb of a tile, in the 128-byte swizzle (row % 8 is rb % 8 for every i). */
   const uint32_t dst0 = static_cast<uint32_t>(rb * kBK + ((c ^ (rb & 7)) << 4));
@@ -63,18 +72,18 @@ __device__ __forceinline__ void produce_pairs(const fp8moe_gemm1_args& a, const 
   uint32_t it = 0;
   /* pairs and items are re-read from shared memory per item rather than kept live across the K loop */
   for (int32_t w = static_cast<int32_t>(blockIdx.x);; w += static_cast<int32_t>(gridDim.x)) {
-    const int32_t pairs = ld_shared_s32(sm.num_pairs()), col_blocks = a.I / kBN;
+    const int32_t pairs = ALT ? *a.num_tiles : ld_shared_s32(sm.num_pairs()), col_blocks = a.I / kBN;
     if (w >= pairs * col_blocks) break;
     const fp8moe_sm90_item item = fp8moe_sm90_item_of(w, pairs, col_blocks, a.item_order, a.item_group);
-    const uint32_t pf = sm.pair_first(item.tile);
+    const uint32_t pf = ALT ? static_cast<uint32_t>(item.tile) : sm.pair_first(item.tile);
     const int32_t tile0 = static_cast<int32_t>(pf & (kPairTwo - 1u));
     const bool two = (pf & kPairTwo) != 0;
     const int32_t e = a.tile_expert[tile0];
     const int64_t row0 = static_cast<int64_t>(tile0) * kBM;
-    uint32_t tok[8]; /* token of row rb + 16i (0 for a zero-filled row) */
+    uint32_t tok[kRowSets]; /* token of row rb + 16i (0 for a zero-filled row) */
     uint32_t valid = 0; /* bit i: row rb + 16i is a real row */
 #pragma unroll
-    for (int i = 0; i < 8; ++i) {
+    for (int i = 0; i < kRowSets; ++i) {
       const int32_t slot = (i < 4 || two) ? a.sorted_slots[row0 + rb + 16 * i] : -1;
       tok[i] = slot >= 0 ? static_cast<uint32_t>(slot / a.K) : 0u;
       valid |= slot >= 0 ? 1u << i : 0u;
@@ -98,9 +107,9 @@ __device__ __forceinline__ void produce_pairs(const fp8moe_gemm1_args& a, const 
       const uint32_t dst = sm.a(s, 0) + dst0;
       const uint8_t* x_off = a.x + (c * 16 + kb * kBK);
 #pragma unroll
-      for (int i = 0; i < 8; ++i) /* rows 64.. (i ≥ 4) land in the second A tile, right after the first */
+      for (int i = 0; i < kRowSets; ++i) /* rows 64.. (i ≥ 4) land in the second A tile, right after the first */
         cp_async_row16(dst + static_cast<uint32_t>(16 * i * kBK), x_off, tok[i], stride, (valid >> i) & 1u ? 16 : 0);
-      if (BLOCK) {
+      if (BLOCK && (!ALT || c < 4)) {
         const uint32_t ds = sm.row_scale(s, rb + 16 * c);
         if (F32) {
           const float* xs = static_cast<const float*>(a.x_scale.data);
@@ -127,58 +136,75 @@ __device__ __forceinline__ void produce_pairs(const fp8moe_gemm1_args& a, const 
 
 #endif
 
-template <int SCALE, bool F32>
+template <int SCALE, bool F32, bool ALT>
 __global__ void __launch_bounds__(kThreads, 1)
     gemm1_wgmma128_kernel(const __grid_constant__ fp8moe_gemm1_args a, const __grid_constant__ CUtensorMap map_w) {
 #if FP8MOE_SM90A
   extern __shared__ uint8_t smem_raw[];
-  init_pair_barriers(smem_raw, 1 + 128); /* the TMA issuer's expect_tx + every gathering producer thread */
+  /* the TMA issuer's expect_tx + every gathering producer thread; ALT: one warpgroup reads each stage */
+  init_pair_barriers(smem_raw, 1 + 128, ALT ? 128u : static_cast<uint32_t>(kConsumers));
   /* Nothing is computed before the split: ptxas budgets code before setmaxnreg.dec at the producers' 40
    * registers, and values live across it were spilled. */
   __syncthreads(); /* the barriers are initialized */
   if (threadIdx.x < 128) {
     setmaxnreg_dec<kProducerRegs>();
-    wait_pairs(pair_addr_of(smem_raw)); /* the consumers built the pair list */
-    produce_pairs<SCALE == FP8MOE_SCALE_BLOCK, F32>(a, map_w, pair_addr_of(smem_raw), a.H / kBK);
+    if (!ALT) wait_pairs(pair_addr_of(smem_raw)); /* the consumers built the pair list */
+    produce_pairs<SCALE == FP8MOE_SCALE_BLOCK, F32, ALT>(a, map_w, pair_addr_of(smem_raw), a.H / kBK);
     return;
   }
   setmaxnreg_inc<kConsumerRegs>();
-  build_pairs(pair_smem_of(smem_raw), a.tile_expert, *a.num_tiles);
-  publish_pairs(pair_smem_of(smem_raw));
+  if (!ALT) {
+    build_pairs(pair_smem_of(smem_raw), a.tile_expert, *a.num_tiles);
+    publish_pairs(pair_smem_of(smem_raw));
+  }
   const PairAddr sp = pair_addr_of(smem_raw);
   const int kblocks = a.H / kBK;
   const int wg = consumer_wg();
   uint32_t it = 0;
+  uint32_t turns = 0; /* ALT: the CTA's items so far (bit 0 says whose turn), and this warpgroup's turn waits */
   /* Little stays live across the main loop (the item number, its pair and column block, the ring position):
    * the pair count is re-read from shared memory per item and the thread's lanes and rows are recomputed
    * after the loop, so the 192 accumulator and partial registers fit the consumers' 232 (ptxas -v). */
   for (int32_t w = static_cast<int32_t>(blockIdx.x);; w += static_cast<int32_t>(gridDim.x)) {
-    const int32_t pairs = ld_shared_s32(sp.num_pairs()), col_blocks = a.I / kBN;
+    const int32_t pairs = ALT ? *a.num_tiles : ld_shared_s32(sp.num_pairs()), col_blocks = a.I / kBN;
     if (w >= pairs * col_blocks) break; /* items ≤ max_tiles · col_blocks < 2^31 (the launcher checks) */
     const fp8moe_sm90_item item = fp8moe_sm90_item_of(w, pairs, col_blocks, a.item_order, a.item_group);
-    const uint32_t pf = sp.pair_first(item.tile);
+    const uint32_t pf = ALT ? static_cast<uint32_t>(item.tile) : sp.pair_first(item.tile);
     const int32_t tile0 = static_cast<int32_t>(pf & (kPairTwo - 1u));
-    if (wg == 1 && (pf & kPairTwo) == 0) { /* warpgroup-uniform: a single pair has no rows for warpgroup 1 */
+    if (ALT) {
+      const uint32_t k = turns & 0xffffu; /* this CTA's item number (< 2^16: ≤ max_tiles · col_blocks / grid) */
+      turns += 1u;
+      if ((k & 1u) != static_cast<uint32_t>(wg)) { /* the other warpgroup's item: its stages pass by */
+        it += static_cast<uint32_t>(kblocks);
+        continue;
+      }
+      if (k > 0) { /* the other warpgroup has passed every full wait of item k − 1 */
+        mbar_wait(sp.turn(wg), (turns >> 16) & 1u);
+        turns += 1u << 16;
+      }
+    } else if (wg == 1 && (pf & kPairTwo) == 0) { /* warpgroup-uniform: a single pair has no rows for warpgroup 1 */
       pass_stages(sp, kblocks, it);
       continue;
     }
     float acc_g[64], acc_u[64];
     const int tid = static_cast<int>(threadIdx.x);
     const int r0 = 16 * (tid % 128 / 32) + tid % 32 / 4;
+    const int ha = ALT ? 0 : wg; /* this warpgroup's A tile in the stage */
     /* BLOCK: staged with the stage by the producer: the thread's rows r0 and r0 + 8, gate and up */
     auto scales = [&](uint32_t s, int, float& c0, float& c1, float& cg, float& cu) {
-      c0 = ld_shared_f32(sp.row_scale(s, kBM * wg + r0));
-      c1 = ld_shared_f32(sp.row_scale(s, kBM * wg + r0 + 8));
+      c0 = ld_shared_f32(sp.row_scale(s, kBM * ha + r0));
+      c1 = ld_shared_f32(sp.row_scale(s, kBM * ha + r0 + 8));
       cg = ld_shared_f32(sp.w_scale(s, 0));
       cu = ld_shared_f32(sp.w_scale(s, 1));
     };
-    consume_pair<SCALE == FP8MOE_SCALE_BLOCK, true, true>(sp, wg, kblocks, it, acc_g, acc_u, scales);
+    consume_pair<SCALE == FP8MOE_SCALE_BLOCK, true, true>(sp, ha, kblocks, it, acc_g, acc_u, scales);
+    if (ALT && tid % 128 == 0) mbar_arrive(sp.turn(1 - wg)); /* its full waits are done: the other's turn */
     const int lane = tid % 32, q = tid % 128 / 32;
     const int g = lane / 4, t = lane % 4;
     const int rr[2] = {16 * q + g, 16 * q + g + 8};
     const int32_t n0 = item.col_block * kBN;
     const int32_t e = a.tile_expert[tile0];
-    const int64_t row0 = static_cast<int64_t>(tile0 + wg) * kBM;
+    const int64_t row0 = static_cast<int64_t>(tile0 + ha) * kBM;
     int32_t tok[2];
     float tw[2];
 #pragma unroll
@@ -269,17 +295,24 @@ using Kernel = void (*)(fp8moe_gemm1_args, CUtensorMap);
 
 template <int SCALE, bool F32 = false>
 cudaError_t launch(const fp8moe_gemm1_args& a, const CUtensorMap& mw, cudaStream_t stream) {
-  const int64_t items = max_pairs(a.max_tiles, a.E_local) * (a.I / kBN);
+  const int64_t items = (a.alternate ? a.max_tiles : max_pairs(a.max_tiles, a.E_local)) * (a.I / kBN);
   const int64_t ctas_max = a.max_ctas / FP8MOE_GEMM1_CTAS_PER_SM;
-  gemm1_wgmma128_kernel<SCALE, F32>
-      <<<dim3(static_cast<unsigned>(items < ctas_max ? items : ctas_max)), kThreads, kPairSmemBytes, stream>>>(a, mw);
+  const int64_t grid = items < ctas_max ? items : ctas_max;
+  if (a.alternate && (items + grid - 1) / grid >= 0x10000) return cudaErrorInvalidValue; /* the kernel's item count */
+  const dim3 g(static_cast<unsigned>(grid));
+  if (a.alternate) gemm1_wgmma128_kernel<SCALE, F32, true><<<g, kThreads, kPairSmemBytes, stream>>>(a, mw);
+  else gemm1_wgmma128_kernel<SCALE, F32, false><<<g, kThreads, kPairSmemBytes, stream>>>(a, mw);
   return cudaGetLastError();
 }
 
 template <int SCALE, bool F32>
 cudaError_t raise_smem() {
-  return cudaFuncSetAttribute(gemm1_wgmma128_kernel<SCALE, F32>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                              static_cast<int>(kPairSmemBytes));
+  cudaError_t e = cudaFuncSetAttribute(gemm1_wgmma128_kernel<SCALE, F32, false>,
+                                       cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kPairSmemBytes));
+  if (e == cudaSuccess)
+    e = cudaFuncSetAttribute(gemm1_wgmma128_kernel<SCALE, F32, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             static_cast<int>(kPairSmemBytes));
+  return e;
 }
 
 }  // namespace
@@ -289,8 +322,8 @@ cudaError_t raise_smem() {
 extern "C" int fp8moe_launch_gemm1_sm90_pairs(const fp8moe_gemm1_args* a, cudaStream_t stream) {
   using namespace fp8moe::sm90;
   if (a->max_tiles == 0) return cudaSuccess;
-  if (a->max_tiles > FP8MOE_GEMM1_PAIR_MAX_TILES || a->E_local > FP8MOE_GEMM1_PAIR_MAX_EXPERTS ||
-      a->tile_m != kBM || a->max_ctas < 1 || a->x_stride < 0 || a->x_stride > 0xFFFFFFFFll)
+  const bool list_fits = a->max_tiles <= FP8MOE_GEMM1_PAIR_MAX_TILES && a->E_local <= FP8MOE_GEMM1_PAIR_MAX_EXPERTS;
+  if ((!a->alternate && !list_fits) || a->tile_m != kBM || a->max_ctas < 1 || a->x_stride < 0 || a->x_stride > 0xFFFFFFFFll)
     return cudaErrorInvalidValue;
   if (!fp8moe_sm90_order_ok(a->item_order, a->item_group, a->max_tiles, a->I / kBN)) return cudaErrorInvalidValue;
   CUtensorMap mw;

@@ -29,6 +29,7 @@ struct PairSmem {
   uint64_t full[kStages];
   uint64_t empty[kStages];
   uint64_t list_ready; /* one arrival per consumer thread (publish_pairs): the pair list and num_pairs are written */
+  uint64_t turn[2];    /* GEMM1, alternating items: warpgroup w may start its next main loop (one arrival) */
   float row_scale[kStages][2 * kBM];          /* GEMM1, BLOCK: each stage's 128 activation row scales (0: padding) */
   float w_scale[kStages][4];                  /* GEMM1, BLOCK: each stage's gate and up weight-block scales */
   int32_t num_pairs;                          /* the pair list's length */
@@ -80,6 +81,9 @@ struct PairAddr {
   __device__ __forceinline__ uint32_t list_ready() const {
     return base + static_cast<uint32_t>(offsetof(PairSmem, list_ready));
   }
+  __device__ __forceinline__ uint32_t turn(int wg) const {
+    return base + static_cast<uint32_t>(offsetof(PairSmem, turn)) + 8u * static_cast<uint32_t>(wg);
+  }
   __device__ __forceinline__ uint32_t num_pairs() const {
     return base + static_cast<uint32_t>(offsetof(PairSmem, num_pairs));
   }
@@ -110,16 +114,19 @@ __device__ __forceinline__ void st_shared_f32(uint32_t addr, float v) {
 }
 
 /* Barrier setup by thread 0 (the caller's CTA barrier, before the warpgroups split, publishes it): full counts
- * full_count arrivals (the TMA issuer's expect_tx, plus any gathering producer threads), empty one per
- * consumer thread, list_ready one per consumer thread (publish_pairs). */
-__device__ __forceinline__ void init_pair_barriers(uint8_t* raw, uint32_t full_count) {
+ * full_count arrivals (the TMA issuer's expect_tx, plus any gathering producer threads), empty empty_count
+ * (every consumer thread of the warpgroups that read a stage), list_ready one per consumer thread
+ * (publish_pairs), turn one. */
+__device__ __forceinline__ void init_pair_barriers(uint8_t* raw, uint32_t full_count, uint32_t empty_count = kConsumers) {
   if (threadIdx.x == 0) {
     PairSmem& sm = pair_smem_of(raw);
     for (int s = 0; s < kStages; ++s) {
       mbar_init(&sm.full[s], full_count);
-      mbar_init(&sm.empty[s], kConsumers);
+      mbar_init(&sm.empty[s], empty_count);
     }
     mbar_init(&sm.list_ready, kConsumers);
+    mbar_init(&sm.turn[0], 1);
+    mbar_init(&sm.turn[1], 1);
     mbar_init_fence();
   }
 }

@@ -130,6 +130,7 @@ static int32_t cuda_create(struct fp8moe_context* ctx, const fp8moe_context_args
   impl->sm90_loop = sm90.loop;
   impl->gemm1_order = sm90.gemm1_order;
   impl->gemm2_order = sm90.gemm2_order;
+  impl->gemm1_alternate = sm90.gemm1_alternate;
   if (!sm90.gemm1_cluster) impl->gemm1_clusters = 0; /* the one-CTA GEMMs unless the variant asks for clusters */
   if (!sm90.gemm2_cluster) impl->gemm2_clusters = 0;
   if (e != cudaSuccess) {

@@ -167,8 +167,10 @@ int fp8moe_cuda_plan_stream_workspace(int32_t cc, const fp8moe_problem* p) {
  * item-order switches" has the candidates and their arithmetic). */
 /* The 2-CTA cluster kernels (TMA multicast of the weights shared by a pair of items; docs/GPU.md "2-CTA
  * clusters") are off by default until they have run on a GPU: "m" takes them. */
+/* "a": the 64-row GEMM1's items on the pair kernel with the consumer warpgroups alternating items (docs/GPU.md
+ * "Alternating 64-row items"), the A/B switch until it has run on a GPU. */
 static const fp8moe_sm90_variant k_sm90_default = {FP8MOE_SM90_LOOP_OVERLAP, FP8MOE_SM90_ORDER_GROUPED,
-                                                   FP8MOE_SM90_ORDER_GROUPED, 0, 0};
+                                                   FP8MOE_SM90_ORDER_GROUPED, 0, 0, 0};
 
 fp8moe_sm90_variant fp8moe_cuda_plan_context_sm90_variant(void) {
   fp8moe_sm90_variant v = k_sm90_default;
@@ -183,6 +185,7 @@ fp8moe_sm90_variant fp8moe_cuda_plan_context_sm90_variant(void) {
   if (strchr(sw, 'o') != NULL) v.gemm2_order = FP8MOE_SM90_ORDER_COLUMN_MAJOR;
   if (strchr(sw, 'm') != NULL) v.gemm1_cluster = v.gemm2_cluster = 1;
   if (strchr(sw, 'n') != NULL) v.gemm1_cluster = v.gemm2_cluster = 0;
+  if (strchr(sw, 'a') != NULL) v.gemm1_alternate = 1;
   return v;
 }
 

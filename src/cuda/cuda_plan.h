@@ -84,6 +84,7 @@ typedef struct fp8moe_sm90_variant {
   int32_t gemm2_order; /* FP8MOE_SM90_ORDER_* */
   int32_t gemm1_cluster; /* 1: GEMM1 in 2-CTA clusters with B multicast where the clusters fit the device */
   int32_t gemm2_cluster; /* the same for GEMM2 */
+  int32_t gemm1_alternate; /* 1: where the 64-row GEMM1 would run, the pair kernel with alternating 64-row items */
 } fp8moe_sm90_variant;
 
 /* At context creation: the default variant (data in cuda_plan.c: both GEMMs grouped), with each letter

@@ -295,7 +295,10 @@ static int32_t experts(const fp8moe_cuda_impl* impl, const fp8moe_problem* p, co
   int e1;
   if (stream) e1 = fp8moe_launch_gemm1_stream(g, s);
   else if (decode) e1 = fp8moe_launch_gemm1_decode(g, s);
-  else if (k1->kernel == FP8MOE_GEMM_WGMMA_SM90) e1 = fp8moe_launch_gemm1_sm90(g, s);
+  else if (k1->kernel == FP8MOE_GEMM_WGMMA_SM90 && impl->gemm1_alternate && g->max_clusters == 0) {
+    g->alternate = 1; /* the same items on the pair kernel, its warpgroups alternating (docs/GPU.md) */
+    e1 = fp8moe_launch_gemm1_sm90_pairs(g, s);
+  } else if (k1->kernel == FP8MOE_GEMM_WGMMA_SM90) e1 = fp8moe_launch_gemm1_sm90(g, s);
   else if (k1->kernel == FP8MOE_GEMM_WGMMA128_SM90) {
     g->item_group = fp8moe_cuda_plan_sm90_pair_group(p->H); /* the grouped order walks pairs of tiles */
     e1 = fp8moe_launch_gemm1_sm90_pairs(g, s);
