@@ -49,7 +49,11 @@ if(FP8MOE_WITH_CUDA AND TARGET fp8moe_test_ref)
   # The alternating GEMM1 (opt-in "a", kernels/gemm/gemm1_wgmma128_sm90.cu ALT; docs/GPU.md "Alternating 64-row
   # items") in place of the 64-row GEMM1: with "v" every large-M row, in full and at --large (graph capture).
   foreach(_size full large)
-    add_test(NAME test_gpu_sweep_sm90_av_${_size} COMMAND test_gpu_sweep $<$<STREQUAL:${_size},large>:--large>)
+    set(_args "")
+    if(_size STREQUAL "large")
+      set(_args --large)
+    endif()
+    add_test(NAME test_gpu_sweep_sm90_av_${_size} COMMAND test_gpu_sweep ${_args})
     set_tests_properties(test_gpu_sweep_sm90_av_${_size} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600 LABELS gpu
                          ENVIRONMENT "FP8MOE_LIBRARY=$<TARGET_FILE:fp8moe>;FP8MOE_CUDA_GEMM_FALLBACK=av")
   endforeach()
