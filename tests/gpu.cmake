@@ -38,25 +38,19 @@ if(FP8MOE_WITH_CUDA AND TARGET fp8moe_test_ref)
   add_test(NAME test_gpu_sweep_route_v1 COMMAND test_gpu_sweep --quick)
   set_tests_properties(test_gpu_sweep_route_v1 PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600 LABELS gpu
                        ENVIRONMENT "FP8MOE_LIBRARY=$<TARGET_FILE:fp8moe>;FP8MOE_CUDA_GEMM_FALLBACK=w")
-  # The 64-row wgmma GEMM1 (FALLBACK=v switches off the 128-row GEMM1, the default at large M since 2026-12-03;
-  # kernels/gemm/gemm1_wgmma_sm90.cu): every large-M plan row in full (every format, activation, gate/up order,
-  # requantization mode, the input-side token weight, experts of one tile and odd tile counts, an
-  # expert-parallel shard, several item groups) and a graph capture at large M. The default sweep runs the
+  # The 64-row GEMM1 items (FALLBACK=v switches off the 128-row GEMM1, the default from 256 rows per expert; the
+  # items run on the alternating pair kernel, kernels/gemm/gemm1_wgmma128_sm90.cu ALT): every large-M plan row in
+  # full (every format, activation, gate/up order, requantization mode, the input-side token weight, experts of
+  # one tile and odd tile counts, an expert-parallel shard, several item groups) and a graph capture at large M. The default sweep runs the
   # same rows through the 128-row GEMM1.
   add_test(NAME test_gpu_sweep_sm90_v COMMAND test_gpu_sweep --large)
   set_tests_properties(test_gpu_sweep_sm90_v PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600 LABELS gpu
                        ENVIRONMENT "FP8MOE_LIBRARY=$<TARGET_FILE:fp8moe>;FP8MOE_CUDA_GEMM_FALLBACK=v")
-  # The alternating GEMM1 (opt-in "a", kernels/gemm/gemm1_wgmma128_sm90.cu ALT; docs/GPU.md "Alternating 64-row
-  # items") in place of the 64-row GEMM1: with "v" every large-M row, in full and at --large (graph capture).
-  foreach(_size full large)
-    set(_args "")
-    if(_size STREQUAL "large")
-      set(_args --large)
-    endif()
-    add_test(NAME test_gpu_sweep_sm90_av_${_size} COMMAND test_gpu_sweep ${_args})
-    set_tests_properties(test_gpu_sweep_sm90_av_${_size} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600 LABELS gpu
-                         ENVIRONMENT "FP8MOE_LIBRARY=$<TARGET_FILE:fp8moe>;FP8MOE_CUDA_GEMM_FALLBACK=av")
-  endforeach()
+  # The 64-row GEMM1 kernel itself (gemm1_wgmma_sm90.cu; "g" takes it instead of the alternating pair kernel, the
+  # default for 64-row items since 2026-12-03, docs/GPU.md "Alternating 64-row items"): with "v" every large-M row.
+  add_test(NAME test_gpu_sweep_sm90_vg COMMAND test_gpu_sweep --large)
+  set_tests_properties(test_gpu_sweep_sm90_vg PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600 LABELS gpu
+                       ENVIRONMENT "FP8MOE_LIBRARY=$<TARGET_FILE:fp8moe>;FP8MOE_CUDA_GEMM_FALLBACK=vg")
   # The 128-row GEMM2 (opt-in "i", kernels/gemm/gemm2_wgmma128_sm90.cu; docs/GPU.md "128-row GEMM2 items"): the
   # same large-M sweep (every format, experts of one tile and odd tile counts, an expert-parallel shard, several
   # item groups, a graph capture) against the CPU backend, with the 128-row GEMM1 (the default) before it.

@@ -264,8 +264,9 @@ static void sm90_variants(void) {
   const int32_t early = FP8MOE_SM90_LOOP_EARLY_RELEASE, grouped = FP8MOE_SM90_ORDER_GROUPED;
   const int32_t tile = FP8MOE_SM90_ORDER_TILE_MAJOR, column = FP8MOE_SM90_ORDER_COLUMN_MAJOR;
   unsetenv("FP8MOE_CUDA_GEMM_FALLBACK");
-  EXPECT(variant_is(overlap, grouped, grouped) && clusters_are(0),
-         "default: two-accumulator loop, both GEMMs grouped, one-CTA GEMMs");
+  EXPECT(variant_is(overlap, grouped, grouped) && clusters_are(0) &&
+             fp8moe_cuda_plan_context_sm90_variant().gemm1_alternate == 1,
+         "default: two-accumulator loop, both GEMMs grouped, one-CTA GEMMs, the alternating 64-row GEMM1");
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "m", 1);
   EXPECT(variant_is(overlap, grouped, grouped) && clusters_are(1),
          "FALLBACK=m: both GEMMs in 2-CTA clusters, nothing else changed");
@@ -275,11 +276,11 @@ static void sm90_variants(void) {
   EXPECT(clusters_are(0), "FALLBACK=12dpcstqruo: no clusters");
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "12dkjpcst", 1);
   EXPECT(variant_is(overlap, grouped, grouped) && clusters_are(0), "FALLBACK=12dkjpcst: the sm90 variant is untouched");
-  EXPECT(fp8moe_cuda_plan_context_sm90_variant().gemm1_alternate == 0, "FALLBACK=12dkjpcst: no alternating GEMM1");
-  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "a", 1);
+  EXPECT(fp8moe_cuda_plan_context_sm90_variant().gemm1_alternate == 1, "FALLBACK=12dkjpcst: the alternating GEMM1");
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "g", 1);
   EXPECT(variant_is(overlap, grouped, grouped) && clusters_are(0) &&
-             fp8moe_cuda_plan_context_sm90_variant().gemm1_alternate == 1,
-         "FALLBACK=a: the alternating GEMM1, nothing else changed");
+             fp8moe_cuda_plan_context_sm90_variant().gemm1_alternate == 0,
+         "FALLBACK=g: the 64-row GEMM1 kernel instead of the alternating pair kernel, nothing else changed");
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "o", 1);
   EXPECT(variant_is(overlap, grouped, column), "FALLBACK=o: GEMM2 column-block major, GEMM1 grouped");
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "u", 1);
@@ -619,12 +620,18 @@ static void size_rule(void) {
   const uint32_t o = FP8MOE_PLAN_NEEDS_STREAM_PAYS;
   EXPECT((fp8moe_cuda_plan_offers(&scout, ctx, 26) & o) && !(fp8moe_cuda_plan_offers(&scout, ctx, 27) & o),
          "llama4-scout T=1: 20 GEMM2 units pay on 26 SMs, not on 27");
-  /* the 128-row GEMM1: from 64 rows per expert, or from 32 at H ≥ 7168 (the edges read from the rule) */
+  /* the 128-row GEMM1: from 256 rows per expert, or from 128 at H ≥ 7168 (the edges read from the rule);
+   * below, the 64-row items (the alternating pair kernel by default) */
   static const shape_case g[] = {
-      {1024, 7168, 2048, 256, 8, FP8MOE_GEMM_WGMMA128_SM90, "deepseek-v3 T=1024 (32 rows per expert)"},
+      {1024, 7168, 2048, 256, 8, FP8MOE_GEMM_WGMMA_SM90, "deepseek-v3 T=1024 (32 rows per expert)"},
+      {2048, 7168, 2048, 256, 8, FP8MOE_GEMM_WGMMA_SM90, "deepseek-v3 T=2048 (64)"},
+      {4096, 7168, 2048, 256, 8, FP8MOE_GEMM_WGMMA128_SM90, "deepseek-v3 T=4096 (128)"},
       {512, 2048, 768, 128, 8, FP8MOE_GEMM_WGMMA_SM90, "qwen3-30b-a3b T=512 (32)"},
-      {1024, 4096, 1536, 128, 8, FP8MOE_GEMM_WGMMA128_SM90, "qwen3-235b-a22b T=1024 (64)"},
-      {512, 4096, 14336, 8, 2, FP8MOE_GEMM_WGMMA128_SM90, "mixtral-8x7b T=512 (128)"},
+      {2048, 2048, 768, 128, 8, FP8MOE_GEMM_WGMMA_SM90, "qwen3-30b-a3b T=2048 (128)"},
+      {4096, 2048, 768, 128, 8, FP8MOE_GEMM_WGMMA128_SM90, "qwen3-30b-a3b T=4096 (256)"},
+      {1024, 4096, 1536, 128, 8, FP8MOE_GEMM_WGMMA_SM90, "qwen3-235b-a22b T=1024 (64)"},
+      {512, 4096, 14336, 8, 2, FP8MOE_GEMM_WGMMA_SM90, "mixtral-8x7b T=512 (128)"},
+      {1024, 4096, 14336, 8, 2, FP8MOE_GEMM_WGMMA128_SM90, "mixtral-8x7b T=1024 (256)"},
       {768, 6144, 2048, 256, 8, FP8MOE_GEMM_WGMMA_SM90, "H = 6144, T=768 (24 rows per expert: MEDIUM, no 128-row row)"},
   };
   for (size_t i = 0; i < sizeof g / sizeof g[0]; ++i) {
@@ -636,17 +643,20 @@ static void size_rule(void) {
            "%s: the 128-row GEMM1 where the context offers it everywhere (l)", g[i].what);
   }
   const int64_t rows_edge = rule->pairs_min_rows * 128 / 8; /* T of pairs_min_rows rows per expert at E = 128, K = 8 */
+  const int64_t wide_edge = rule->pairs_min_rows_wide * 256 / 8; /* the same for pairs_min_rows_wide at E = 256 */
   const fp8moe_problem at_rows = problem(rows_edge, 4096, 1536, 128, 8, 0x10000),
                        below_rows = problem(rows_edge - 1, 4096, 1536, 128, 8, 0x10000),
-                       at_h = problem(1024, rule->pairs_min_H, 2048, 256, 8, 0x10000),
-                       below_h = problem(1024, rule->pairs_min_H - 128, 2048, 256, 8, 0x10000);
+                       at_h = problem(wide_edge, rule->pairs_min_H, 2048, 256, 8, 0x10000),
+                       below_h = problem(wide_edge, rule->pairs_min_H - 128, 2048, 256, 8, 0x10000),
+                       below_wide = problem(wide_edge - 1, rule->pairs_min_H, 2048, 256, 8, 0x10000);
   EXPECT(kernel_of(FP8MOE_GEMM1, 90, &at_rows, ctx) == FP8MOE_GEMM_WGMMA128_SM90 &&
              kernel_of(FP8MOE_GEMM1, 90, &below_rows, ctx) == FP8MOE_GEMM_WGMMA_SM90,
          "%lld rows per expert: the 128-row GEMM1, just below: the 64-row one", (long long)rule->pairs_min_rows);
   EXPECT(kernel_of(FP8MOE_GEMM1, 90, &at_h, ctx) == FP8MOE_GEMM_WGMMA128_SM90 &&
-             kernel_of(FP8MOE_GEMM1, 90, &below_h, ctx) == FP8MOE_GEMM_WGMMA_SM90,
-         "32 rows per expert: H = %lld the 128-row GEMM1, H = %lld the 64-row one", (long long)rule->pairs_min_H,
-         (long long)rule->pairs_min_H - 128);
+             kernel_of(FP8MOE_GEMM1, 90, &below_h, ctx) == FP8MOE_GEMM_WGMMA_SM90 &&
+             kernel_of(FP8MOE_GEMM1, 90, &below_wide, ctx) == FP8MOE_GEMM_WGMMA_SM90,
+         "%lld rows per expert: H = %lld the 128-row GEMM1, H = %lld the 64-row one, one row fewer too",
+         (long long)rule->pairs_min_rows_wide, (long long)rule->pairs_min_H, (long long)rule->pairs_min_H - 128);
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "l", 1);
   const uint32_t l = fp8moe_cuda_plan_context_offers(1, 1, 1);
   unsetenv("FP8MOE_CUDA_GEMM_FALLBACK");

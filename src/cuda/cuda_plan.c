@@ -55,9 +55,11 @@ static const fp8moe_plan_row k_rows[] = {
      * than the 64-row kernel at T = 2048 and 8192 on deepseek-v3 and mixtral-8x7b; "v" switches it off. */
     {FP8MOE_GEMM1, 90, 90, FP8MOE_M_LARGE, FP8MOE_GEMM_WGMMA128_SM90, 64, 4,
      TMA_W13 | TMA_ENC | ON1 | FP8MOE_PLAN_NEEDS_GEMM1_PAIRS | FP8MOE_PLAN_NEEDS_PAIR_TILES | FP8MOE_PLAN_NEEDS_PAIRS_PAY,
-     "Hopper, ≥64 rows/expert (≥32 at H ≥ 7168): wgmma 128×(128 gate + 128 up) on pairs of 64-row tiles"},
+     "Hopper, ≥256 rows/expert (≥128 at H ≥ 7168): wgmma 128×(128 gate + 128 up) on pairs of 64-row tiles"},
+    /* 64-row items: by default on the pair kernel with its consumer warpgroups alternating items (one's
+     * epilogue under the other's main loop; docs/GPU.md "Alternating 64-row items"), "g" the 64-row kernel. */
     {FP8MOE_GEMM1, 90, 90, FP8MOE_M_LARGE, FP8MOE_GEMM_WGMMA_SM90, 64, 4, TMA_W13 | TMA_ENC | ON1,
-     "Hopper, ≥32 rows/expert: wgmma 64×(128 gate + 128 up), TMA weights, cp.async row gather"},
+     "Hopper, ≥32 rows/expert: wgmma 64×(128 gate + 128 up) items, warpgroups alternating, TMA weights, cp.async row gather"},
     /* The 128-row GEMM2 (docs/GPU.md "128-row GEMM2 items"): the GEMM1 pairs' arithmetic for W2, 48 KB per
      * 1,024 tensor-core cycles instead of 40 KB per 512. Opt-in ("i") until measured on an H200; the pair
      * list's bounds are PAIR_TILES (its e4m3-row-stride part is GEMM1's, harmless here). */
@@ -167,10 +169,11 @@ int fp8moe_cuda_plan_stream_workspace(int32_t cc, const fp8moe_problem* p) {
  * item-order switches" has the candidates and their arithmetic). */
 /* The 2-CTA cluster kernels (TMA multicast of the weights shared by a pair of items; docs/GPU.md "2-CTA
  * clusters") are off by default until they have run on a GPU: "m" takes them. */
-/* "a": the 64-row GEMM1's items on the pair kernel with the consumer warpgroups alternating items (docs/GPU.md
- * "Alternating 64-row items"), the A/B switch until it has run on a GPU. */
+/* The 64-row GEMM1 items run on the pair kernel with the consumer warpgroups alternating items (docs/GPU.md
+ * "Alternating 64-row items": GEMM1 −6 to −13 % against gemm1_wgmma_sm90.cu at every point measured); "g" takes
+ * gemm1_wgmma_sm90.cu (also what the cluster variant "m" runs). */
 static const fp8moe_sm90_variant k_sm90_default = {FP8MOE_SM90_LOOP_OVERLAP, FP8MOE_SM90_ORDER_GROUPED,
-                                                   FP8MOE_SM90_ORDER_GROUPED, 0, 0, 0};
+                                                   FP8MOE_SM90_ORDER_GROUPED, 0, 0, 1};
 
 fp8moe_sm90_variant fp8moe_cuda_plan_context_sm90_variant(void) {
   fp8moe_sm90_variant v = k_sm90_default;
@@ -185,7 +188,7 @@ fp8moe_sm90_variant fp8moe_cuda_plan_context_sm90_variant(void) {
   if (strchr(sw, 'o') != NULL) v.gemm2_order = FP8MOE_SM90_ORDER_COLUMN_MAJOR;
   if (strchr(sw, 'm') != NULL) v.gemm1_cluster = v.gemm2_cluster = 1;
   if (strchr(sw, 'n') != NULL) v.gemm1_cluster = v.gemm2_cluster = 0;
-  if (strchr(sw, 'a') != NULL) v.gemm1_alternate = 1;
+  if (strchr(sw, 'g') != NULL) v.gemm1_alternate = 0;
   return v;
 }
 
@@ -250,9 +253,14 @@ static int decode_shapes_ok(const fp8moe_problem* p) {
  * (I = 768: 0.3–7.5 µs at every T ≤ 8) and llama4-scout T ≤ 4 (20–80 units: 22 µs at T = 1, its GEMM2 35
  * against 18 µs). The 128-row GEMM1 (none against "v" at T = 512–1536): wins from 64 rows per expert on every
  * shape, loses 3–14 % at 32 rows and on qwen3 at 48 on qwen3-30b-a3b, qwen3-235b-a22b and glm-4.5-air
- * (H ≤ 4,096; glm at 48 rows a tie), wins 8 % there on deepseek-v3 (H = 7,168). */
+ * (H ≤ 4,096; glm at 48 rows a tie), wins 8 % there on deepseek-v3 (H = 7,168). Against the alternating 64-row
+ * items (2026-12-03, "v" against none; docs/GPU.md "Alternating 64-row items") the pairs lose up to 256 rows
+ * per expert on qwen3-30b-a3b and glm-4.5-air (64 and 128 rows: layer +5 to +15 %), tie on mixtral-8x7b at 128,
+ * and win from 256 (1–8 %); at H = 7,168 they lose at 32 and 64 rows (deepseek-v3 per-tensor +13 % and +7 %,
+ * block +6 % and 0) and win at 128 in block scales (layer −3 %, GEMM1 −7 %; per-tensor +2 %). */
 static const fp8moe_size_rule k_size_rule = {
-    1024, 3, 64, 7168, "the faster kernel of two that fit: stream pair and 128-row GEMM1 where they measured faster"};
+    1024, 3, 256, 7168, 128,
+    "the faster kernel of two that fit: stream pair and 128-row GEMM1 where they measured faster"};
 
 const fp8moe_size_rule* fp8moe_cuda_plan_size_rule(void) { return &k_size_rule; }
 
@@ -265,7 +273,9 @@ static int stream_pays(const fp8moe_problem* p, int32_t sm_count) {
 }
 
 static int pairs_pay(const fp8moe_problem* p) {
-  return p->T * (int64_t)p->K >= k_size_rule.pairs_min_rows * p->E || p->H >= k_size_rule.pairs_min_H;
+  const int64_t tk = p->T * (int64_t)p->K;
+  return tk >= k_size_rule.pairs_min_rows * p->E ||
+         (p->H >= k_size_rule.pairs_min_H && tk >= k_size_rule.pairs_min_rows_wide * p->E);
 }
 
 uint32_t fp8moe_cuda_plan_offers(const fp8moe_problem* p, uint32_t context_offers, int32_t sm_count) {
