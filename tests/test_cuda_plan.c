@@ -685,13 +685,13 @@ static void pair_list_bounds(int32_t gemm, uint32_t offers) {
          "E_local = %d: the 64-row wgmma %s", (int)many.E_local, name);
 }
 
-/* The 128-row GEMM1 (the default at LARGE; FP8MOE_CUDA_GEMM_FALLBACK "v" switches it off): taken ahead of the
+/* The 128-row GEMM1 (the default at LARGE where the size rule says pairs pay; FALLBACK "v" switches it off): ahead of the
  * 64-row wgmma GEMM1 only where the context offers it (not "v") and the problem's pair list fits the kernel's shared memory, on LARGE only (MEDIUM
  * and the fallbacks keep their rows; GEMM2 unchanged); "1" still switches it off with the other sm90 GEMM1. */
 static void gemm1_pairs(void) {
   const uint32_t all = FP8MOE_PLAN_NEEDS_TMA_ENC | FP8MOE_PLAN_NEEDS_SM90_GEMM1 | FP8MOE_PLAN_NEEDS_SM90_GEMM2;
   const uint32_t v = all | FP8MOE_PLAN_NEEDS_GEMM1_PAIRS;
-  const fp8moe_problem big = problem(2048, 7168, 2048, 256, 8, 0x10000);
+  const fp8moe_problem big = problem(4096, 7168, 2048, 256, 8, 0x10000); /* 128 rows per expert: pairs pay */
   EXPECT(kernel_of(FP8MOE_GEMM1, 90, &big, all) == FP8MOE_GEMM_WGMMA_SM90, "no v: the 64-row wgmma GEMM1");
   EXPECT(kernel_of(FP8MOE_GEMM1, 90, &big, v) == FP8MOE_GEMM_WGMMA128_SM90 &&
              kernel_of(FP8MOE_GEMM2, 90, &big, v) == FP8MOE_GEMM_WGMMA_SM90,
@@ -717,12 +717,12 @@ static void gemm1_pairs(void) {
   unsetenv("FP8MOE_CUDA_GEMM_FALLBACK");
   uint32_t o = fp8moe_cuda_plan_context_offers(1, 1, 1);
   EXPECT((o & FP8MOE_PLAN_NEEDS_GEMM1_PAIRS) && kernel_of(FP8MOE_GEMM1, 90, &big, o) == FP8MOE_GEMM_WGMMA128_SM90,
-         "default: the 128-row GEMM1 at deepseek-v3 T=2048 (0x%x)", (unsigned)o);
+         "default: the 128-row GEMM1 at deepseek-v3 T=4096 (0x%x)", (unsigned)o);
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "v", 1);
   o = fp8moe_cuda_plan_context_offers(1, 1, 1);
   EXPECT(!(o & FP8MOE_PLAN_NEEDS_GEMM1_PAIRS) && (o & FP8MOE_PLAN_NEEDS_SM90_GEMM1) && (o & FP8MOE_PLAN_NEEDS_SM90_GEMM2),
          "FALLBACK=v: 0x%x", (unsigned)o);
-  EXPECT(kernel_of(FP8MOE_GEMM1, 90, &big, o) == FP8MOE_GEMM_WGMMA_SM90, "FALLBACK=v: the 64-row GEMM1 at T=2048");
+  EXPECT(kernel_of(FP8MOE_GEMM1, 90, &big, o) == FP8MOE_GEMM_WGMMA_SM90, "FALLBACK=v: the 64-row GEMM1 at T=4096");
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "1", 1);
   o = fp8moe_cuda_plan_context_offers(1, 1, 1);
   EXPECT(kernel_of(FP8MOE_GEMM1, 90, &big, o) == FP8MOE_GEMM_MMA_SYNC, "FALLBACK=1: mma.sync");
@@ -763,7 +763,7 @@ static void gemm2_pairs(void) {
       at64 = r;
   }
   EXPECT(at >= 0 && at64 > at, "the 128-row GEMM2 row (%d) comes before the 64-row one (%d)", (int)at, (int)at64);
-  const fp8moe_problem big = problem(2048, 7168, 2048, 256, 8, 0x10000);
+  const fp8moe_problem big = problem(4096, 7168, 2048, 256, 8, 0x10000); /* 128 rows per expert: pairs pay */
   EXPECT(kernel_of(FP8MOE_GEMM2, 90, &big, all) == FP8MOE_GEMM_WGMMA_SM90, "no i: the 64-row wgmma GEMM2");
   EXPECT(kernel_of(FP8MOE_GEMM2, 90, &big, i) == FP8MOE_GEMM_WGMMA128_SM90 &&
              kernel_of(FP8MOE_GEMM1, 90, &big, i) == FP8MOE_GEMM_WGMMA128_SM90,
@@ -796,7 +796,7 @@ static void gemm2_pairs(void) {
   EXPECT(o == (base | FP8MOE_PLAN_NEEDS_GEMM2_PAIRS), "FALLBACK=i: only GEMM2_PAIRS added (0x%x)", (unsigned)o);
   EXPECT(kernel_of(FP8MOE_GEMM2, 90, &big, o) == FP8MOE_GEMM_WGMMA128_SM90 &&
              kernel_of(FP8MOE_GEMM1, 90, &big, o) == FP8MOE_GEMM_WGMMA128_SM90,
-         "FALLBACK=i: the 128-row GEMM2 (and the default 128-row GEMM1) at deepseek-v3 T=2048");
+         "FALLBACK=i: the 128-row GEMM2 (and the default 128-row GEMM1) at deepseek-v3 T=4096");
   EXPECT(variant_is(FP8MOE_SM90_LOOP_OVERLAP, FP8MOE_SM90_ORDER_GROUPED, FP8MOE_SM90_ORDER_GROUPED) &&
              clusters_are(0) && fp8moe_cuda_plan_context_permute_chunks() &&
              fp8moe_cuda_plan_context_route_v1() == 0 && fp8moe_cuda_plan_context_route_warm() == 1,
