@@ -231,10 +231,12 @@ int fp8moe_launch_gemm1_sm90(const fp8moe_gemm1_args* a, cudaStream_t stream);
  * tile_expert; item_group counts pairs. The same needs and refusals as fp8moe_launch_gemm1_sm90 (sm90_loop
  * and max_clusters are not read: one main loop, one-CTA kernel), and max_tiles ≤ FP8MOE_GEMM1_PAIR_MAX_TILES,
  * E_local ≤ FP8MOE_GEMM1_PAIR_MAX_EXPERTS (its shared-memory pair list). alternate = 1: 64-row items (tiles,
- * item_group counts tiles), no pair list and no limits beyond fp8moe_launch_gemm1_sm90's. */
+ * item_group counts tiles), no pair list; refused unless fp8moe_gemm1_sm90_alternate_fits (then the caller runs
+ * fp8moe_launch_gemm1_sm90 for the same items). */
 #define FP8MOE_GEMM1_PAIR_MAX_TILES 8192
 #define FP8MOE_GEMM1_PAIR_MAX_EXPERTS FP8MOE_PERMUTE_MAX_EXPERTS
 int fp8moe_launch_gemm1_sm90_pairs(const fp8moe_gemm1_args* a, cudaStream_t stream);
+int fp8moe_gemm1_sm90_alternate_fits(const fp8moe_gemm1_args* a); /* host: 1 where alternate = 1 may run */
 /* Raises GEMM1's dynamic shared-memory limit on the current device (once, at context creation: not a
  * stream operation, so never inside run). */
 int fp8moe_prepare_gemm1(void);

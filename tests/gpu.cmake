@@ -29,7 +29,7 @@ if(FP8MOE_WITH_CUDA AND TARGET fp8moe_test_ref)
   endforeach()
   # The plan's size rule off ("l", src/cuda/cuda_plan.c k_size_rule): the full sweep with the stream pair at every
   # decode row (the sweep's experts are below the rule, so the default runs the register pair there) and the
-  # 128-row GEMM1 at every large-M row (the default takes the 64-row one below 64 rows per expert at H < 7168).
+  # 128-row GEMM1 at every large-M row (the default takes 64-row items below 256 rows per expert, 128 at H ≥ 7168).
   add_test(NAME test_gpu_sweep_sizes_l COMMAND test_gpu_sweep)
   set_tests_properties(test_gpu_sweep_sizes_l PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600 LABELS gpu
                        ENVIRONMENT "FP8MOE_LIBRARY=$<TARGET_FILE:fp8moe>;FP8MOE_CUDA_GEMM_FALLBACK=l")
@@ -41,8 +41,9 @@ if(FP8MOE_WITH_CUDA AND TARGET fp8moe_test_ref)
   # The 64-row GEMM1 items (FALLBACK=v switches off the 128-row GEMM1, the default from 256 rows per expert; the
   # items run on the alternating pair kernel, kernels/gemm/gemm1_wgmma128_sm90.cu ALT): every large-M plan row in
   # full (every format, activation, gate/up order, requantization mode, the input-side token weight, experts of
-  # one tile and odd tile counts, an expert-parallel shard, several item groups) and a graph capture at large M. The default sweep runs the
-  # same rows through the 128-row GEMM1.
+  # one tile and odd tile counts, an expert-parallel shard, several item groups) and a graph capture at large M. The
+  # default --large sweep (T = 2400: 600 rows per expert) runs the same rows through the 128-row pairs. At H = 256
+  # (2 stages per item) the 64-row items take gemm1_wgmma_sm90 (fp8moe_gemm1_sm90_alternate_fits).
   add_test(NAME test_gpu_sweep_sm90_v COMMAND test_gpu_sweep --large)
   set_tests_properties(test_gpu_sweep_sm90_v PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600 LABELS gpu
                        ENVIRONMENT "FP8MOE_LIBRARY=$<TARGET_FILE:fp8moe>;FP8MOE_CUDA_GEMM_FALLBACK=v")
@@ -53,7 +54,7 @@ if(FP8MOE_WITH_CUDA AND TARGET fp8moe_test_ref)
                        ENVIRONMENT "FP8MOE_LIBRARY=$<TARGET_FILE:fp8moe>;FP8MOE_CUDA_GEMM_FALLBACK=vg")
   # The 128-row GEMM2 (opt-in "i", kernels/gemm/gemm2_wgmma128_sm90.cu; docs/GPU.md "128-row GEMM2 items"): the
   # same large-M sweep (every format, experts of one tile and odd tile counts, an expert-parallel shard, several
-  # item groups, a graph capture) against the CPU backend, with the 128-row GEMM1 (the default) before it.
+  # item groups, a graph capture) against the CPU backend, with the 128-row GEMM1 (the default there) before it.
   add_test(NAME test_gpu_sweep_sm90_i COMMAND test_gpu_sweep --large)
   set_tests_properties(test_gpu_sweep_sm90_i PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600 LABELS gpu
                        ENVIRONMENT "FP8MOE_LIBRARY=$<TARGET_FILE:fp8moe>;FP8MOE_CUDA_GEMM_FALLBACK=i")

@@ -6,7 +6,7 @@
  * two streams running different problems on one context, and the kernel plan's large-M and decode rows.
  * Outputs are poisoned before every GPU run.
  * `--quick` runs a subset (for compute-sanitizer); `--large` only the large-M plan rows in full and a graph
- * capture at large M (run with FALLBACK=v: the 64-row GEMM1 variant; with FALLBACK=i: the 128-row GEMM2).
+ * capture at large M (run with FALLBACK=v: the 64-row GEMM1 items, vg: on the 64-row kernel; i: the 128-row GEMM2).
  * Skipped (77) without a usable CUDA device. */
 #define _POSIX_C_SOURCE 200809L /* setenv, unsetenv */
 #include <cuda_runtime_api.h>
@@ -742,7 +742,7 @@ int main(int argc, char** argv) {
   memset(&s, 0, sizeof s);
   setvbuf(stdout, NULL, _IONBF, 0); /* a crash must not swallow the lines before it */
   s.quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
-  /* --large: only the large-M plan rows, in full (the 64-row GEMM1's variant, FALLBACK=v, runs them). */
+  /* --large: only the large-M plan rows, in full (the 64-row GEMM1 items' variants, FALLBACK=v and vg, run them). */
   const int large_only = argc > 1 && strcmp(argv[1], "--large") == 0;
   fp8moe_backend_info bi;
   int open_rc = gpu_suite_open("test_gpu_sweep", &s.tp, &s.cpu, &s.gpu, &bi);

@@ -1,5 +1,6 @@
-/* gemm1_wgmma128_sm90.cu — grouped GEMM1 on Hopper with 128-row work items (the default at LARGE;
- * FP8MOE_CUDA_GEMM_FALLBACK "v" switches it off; docs/GPU.md "128-row GEMM1 items"). Same contract and arithmetic as gemm1_wgmma_sm90.cu (the same
+/* gemm1_wgmma128_sm90.cu — grouped GEMM1 on Hopper with 128-row work items (the default from 256 rows per
+ * expert, 128 at H ≥ 7168; FP8MOE_CUDA_GEMM_FALLBACK "v" switches it off; docs/GPU.md "128-row GEMM1 items"),
+ * and, ALT below, the default kernel for the 64-row items. Same contract and arithmetic as gemm1_wgmma_sm90.cu (the same
  * per-stage partial sums promoted in stage order, the same epilogue operations per element), so it writes
  * the same bits; what changes is the shape of a work item and with it the L2→SM bytes per tensor-core cycle.
  *
@@ -298,7 +299,6 @@ cudaError_t launch(const fp8moe_gemm1_args& a, const CUtensorMap& mw, cudaStream
   const int64_t items = (a.alternate ? a.max_tiles : max_pairs(a.max_tiles, a.E_local)) * (a.I / kBN);
   const int64_t ctas_max = a.max_ctas / FP8MOE_GEMM1_CTAS_PER_SM;
   const int64_t grid = items < ctas_max ? items : ctas_max;
-  if (a.alternate && (items + grid - 1) / grid >= 0x10000) return cudaErrorInvalidValue; /* the kernel's item count */
   const dim3 g(static_cast<unsigned>(grid));
   if (a.alternate) gemm1_wgmma128_kernel<SCALE, F32, true><<<g, kThreads, kPairSmemBytes, stream>>>(a, mw);
   else gemm1_wgmma128_kernel<SCALE, F32, false><<<g, kThreads, kPairSmemBytes, stream>>>(a, mw);
@@ -319,12 +319,28 @@ cudaError_t raise_smem() {
 }  // namespace sm90
 }  // namespace fp8moe
 
+/* Where the alternating items are run (the caller takes gemm1_wgmma_sm90.cu elsewhere): the tile numbers stay
+ * below the pair entry's flag bit (max_tiles ≤ FP8MOE_GEMM1_PAIR_MAX_TILES: the kernel reads item tiles through
+ * the same mask), at least 3 stages per item (with 2 or fewer, item k + 2 needs no stage of item k + 1, so one
+ * warp of a warpgroup could still be short of its turn wait for k + 1 when the other warpgroup's single-thread
+ * turn arrival after k + 2 lands: a per-warp arrival would lift this; review of 2026-12-03), a CTA's item count
+ * below 2^16 (its `turns` counter) and 32-bit gathered-row strides. */
+extern "C" int fp8moe_gemm1_sm90_alternate_fits(const fp8moe_gemm1_args* a) {
+  if (a->max_tiles > FP8MOE_GEMM1_PAIR_MAX_TILES || a->H / FP8MOE_GEMM_TILE_K < 3 ||
+      a->tile_m != FP8MOE_GEMM_TILE_M_LARGE || a->max_ctas < FP8MOE_GEMM1_CTAS_PER_SM || a->x_stride < 0 ||
+      a->x_stride > 0xFFFFFFFFll)
+    return 0;
+  const int64_t items = static_cast<int64_t>(a->max_tiles) * (a->I / fp8moe::sm90::kBN);
+  const int64_t ctas = a->max_ctas / FP8MOE_GEMM1_CTAS_PER_SM, grid = items < ctas ? items : ctas;
+  return grid < 1 || (items + grid - 1) / grid < 0x10000;
+}
+
 extern "C" int fp8moe_launch_gemm1_sm90_pairs(const fp8moe_gemm1_args* a, cudaStream_t stream) {
   using namespace fp8moe::sm90;
   if (a->max_tiles == 0) return cudaSuccess;
   const bool list_fits = a->max_tiles <= FP8MOE_GEMM1_PAIR_MAX_TILES && a->E_local <= FP8MOE_GEMM1_PAIR_MAX_EXPERTS;
-  if ((!a->alternate && !list_fits) || a->tile_m != kBM || a->max_ctas < 1 || a->x_stride < 0 || a->x_stride > 0xFFFFFFFFll)
-    return cudaErrorInvalidValue;
+  if (a->alternate ? !fp8moe_gemm1_sm90_alternate_fits(a) : !list_fits) return cudaErrorInvalidValue;
+  if (a->tile_m != kBM || a->max_ctas < 1 || a->x_stride < 0 || a->x_stride > 0xFFFFFFFFll) return cudaErrorInvalidValue;
   if (!fp8moe_sm90_order_ok(a->item_order, a->item_group, a->max_tiles, a->I / kBN)) return cudaErrorInvalidValue;
   CUtensorMap mw;
   const uint64_t dw[3] = {static_cast<uint64_t>(a->H), 2 * static_cast<uint64_t>(a->I),

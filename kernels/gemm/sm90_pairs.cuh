@@ -3,8 +3,9 @@
  * list each CTA builds in shared memory from the device's num_tiles and tile_expert (graph-capturable, no
  * extra launch), the shared-memory layout of their 4-stage ring (per stage two 8 KB A tiles, rows 0..63 and
  * 64..127 of the pair, and two 16 KB B boxes that both consumer warpgroups read), and the consumer main loop:
- * warpgroup w multiplies A tile w by B box 0, promotes, then by B box 1, promotes, per 128-K stage.
- * docs/GPU.md "128-row GEMM1 items" and "128-row GEMM2 items" have the arithmetic. */
+ * warpgroup w multiplies A tile w by B box 0, promotes, then by B box 1, promotes, per 128-K stage (GEMM1's
+ * alternating items: one 64-row tile per item, the warpgroup that owns the item multiplies A tile 0).
+ * docs/GPU.md "128-row GEMM1 items", "Alternating 64-row items" and "128-row GEMM2 items" have the arithmetic. */
 #ifndef FP8MOE_KERNELS_SM90_PAIRS_CUH
 #define FP8MOE_KERNELS_SM90_PAIRS_CUH
 

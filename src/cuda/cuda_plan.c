@@ -59,7 +59,8 @@ static const fp8moe_plan_row k_rows[] = {
     /* 64-row items: by default on the pair kernel with its consumer warpgroups alternating items (one's
      * epilogue under the other's main loop; docs/GPU.md "Alternating 64-row items"), "g" the 64-row kernel. */
     {FP8MOE_GEMM1, 90, 90, FP8MOE_M_LARGE, FP8MOE_GEMM_WGMMA_SM90, 64, 4, TMA_W13 | TMA_ENC | ON1,
-     "Hopper, ≥32 rows/expert: wgmma 64×(128 gate + 128 up) items, warpgroups alternating, TMA weights, cp.async row gather"},
+     "Hopper, ≥32 rows/expert: wgmma 64×(128 gate + 128 up) items (warpgroups alternating unless g), TMA "
+     "weights, cp.async row gather"},
     /* The 128-row GEMM2 (docs/GPU.md "128-row GEMM2 items"): the GEMM1 pairs' arithmetic for W2, 48 KB per
      * 1,024 tensor-core cycles instead of 40 KB per 512. Opt-in ("i") until measured on an H200; the pair
      * list's bounds are PAIR_TILES (its e4m3-row-stride part is GEMM1's, harmless here). */

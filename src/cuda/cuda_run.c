@@ -295,7 +295,8 @@ static int32_t experts(const fp8moe_cuda_impl* impl, const fp8moe_problem* p, co
   int e1;
   if (stream) e1 = fp8moe_launch_gemm1_stream(g, s);
   else if (decode) e1 = fp8moe_launch_gemm1_decode(g, s);
-  else if (k1->kernel == FP8MOE_GEMM_WGMMA_SM90 && impl->gemm1_alternate && g->max_clusters == 0) {
+  else if (k1->kernel == FP8MOE_GEMM_WGMMA_SM90 && impl->gemm1_alternate && g->max_clusters == 0 &&
+           fp8moe_gemm1_sm90_alternate_fits(g)) {
     g->alternate = 1; /* the same items on the pair kernel, its warpgroups alternating (docs/GPU.md) */
     e1 = fp8moe_launch_gemm1_sm90_pairs(g, s);
   } else if (k1->kernel == FP8MOE_GEMM_WGMMA_SM90) e1 = fp8moe_launch_gemm1_sm90(g, s);
