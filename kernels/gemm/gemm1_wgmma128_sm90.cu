@@ -319,17 +319,21 @@ cudaError_t raise_smem() {
 }  // namespace sm90
 }  // namespace fp8moe
 
-/* Where the alternating items are run (the caller takes gemm1_wgmma_sm90.cu elsewhere): the tile numbers stay
- * below the pair entry's flag bit (max_tiles ≤ FP8MOE_GEMM1_PAIR_MAX_TILES: the kernel reads item tiles through
- * the same mask), at least 3 stages per item (with 2 or fewer, item k + 2 needs no stage of item k + 1, so one
- * warp of a warpgroup could still be short of its turn wait for k + 1 when the other warpgroup's single-thread
- * turn arrival after k + 2 lands: a per-warp arrival would lift this; review of 2026-12-03), a CTA's item count
- * below 2^16 (its `turns` counter) and 32-bit gathered-row strides. */
+/* What both item shapes need: the layout's 64-row tiles, a grid of at least one CTA, and gathered rows whose
+ * stride fits the producer's 32-bit row addressing (cp_async_row16). */
+static bool gather_args_ok(const fp8moe_gemm1_args* a) {
+  return a->tile_m == FP8MOE_GEMM_TILE_M_LARGE && a->max_ctas >= FP8MOE_GEMM1_CTAS_PER_SM && a->x_stride >= 0 &&
+         a->x_stride <= 0xFFFFFFFFll;
+}
+
+/* Where the alternating items are run (the caller takes gemm1_wgmma_sm90.cu elsewhere): gather_args_ok, the tile
+ * numbers below the pair entry's flag bit (max_tiles ≤ FP8MOE_GEMM1_PAIR_MAX_TILES: the kernel reads item tiles
+ * through the same mask), at least 3 stages per item (with 2 or fewer, item k + 2 needs no stage of item k + 1,
+ * so one warp of a warpgroup could still be short of its turn wait for k + 1 when the other warpgroup's
+ * single-thread turn arrival after k + 2 lands: a per-warp arrival would lift this; review of 2026-12-03), and a
+ * CTA's item count below 2^16 (its `turns` counter). */
 extern "C" int fp8moe_gemm1_sm90_alternate_fits(const fp8moe_gemm1_args* a) {
-  if (a->max_tiles > FP8MOE_GEMM1_PAIR_MAX_TILES || a->H / FP8MOE_GEMM_TILE_K < 3 ||
-      a->tile_m != FP8MOE_GEMM_TILE_M_LARGE || a->max_ctas < FP8MOE_GEMM1_CTAS_PER_SM || a->x_stride < 0 ||
-      a->x_stride > 0xFFFFFFFFll)
-    return 0;
+  if (!gather_args_ok(a) || a->max_tiles > FP8MOE_GEMM1_PAIR_MAX_TILES || a->H / FP8MOE_GEMM_TILE_K < 3) return 0;
   const int64_t items = static_cast<int64_t>(a->max_tiles) * (a->I / fp8moe::sm90::kBN);
   const int64_t ctas = a->max_ctas / FP8MOE_GEMM1_CTAS_PER_SM, grid = items < ctas ? items : ctas;
   return grid < 1 || (items + grid - 1) / grid < 0x10000;
@@ -339,8 +343,8 @@ extern "C" int fp8moe_launch_gemm1_sm90_pairs(const fp8moe_gemm1_args* a, cudaSt
   using namespace fp8moe::sm90;
   if (a->max_tiles == 0) return cudaSuccess;
   const bool list_fits = a->max_tiles <= FP8MOE_GEMM1_PAIR_MAX_TILES && a->E_local <= FP8MOE_GEMM1_PAIR_MAX_EXPERTS;
-  if (a->alternate ? !fp8moe_gemm1_sm90_alternate_fits(a) : !list_fits) return cudaErrorInvalidValue;
-  if (a->tile_m != kBM || a->max_ctas < 1 || a->x_stride < 0 || a->x_stride > 0xFFFFFFFFll) return cudaErrorInvalidValue;
+  if (a->alternate ? !fp8moe_gemm1_sm90_alternate_fits(a) : !(gather_args_ok(a) && list_fits))
+    return cudaErrorInvalidValue;
   if (!fp8moe_sm90_order_ok(a->item_order, a->item_group, a->max_tiles, a->I / kBN)) return cudaErrorInvalidValue;
   CUtensorMap mw;
   const uint64_t dw[3] = {static_cast<uint64_t>(a->H), 2 * static_cast<uint64_t>(a->I),
