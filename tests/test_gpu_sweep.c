@@ -315,8 +315,8 @@ static void regression_nonfinite(suite* s) {
  * need not round alike near 0). Case 4 takes GEMM2's a2 row scales out of the range: w13's up blocks ×2^-110
  * make the activated rows ~2^-110 and their row scales ~2^-118, and w2's blocks ×2^110 bring the outputs back.
  * The weight scales make up the row scale's factor, so outputs stay normal numbers and the norm-relative check
- * sees every token. Sizes: 301 tokens (the 64-/128-row
- * tiles), 4 tokens over 64 experts (the decode rows), and under --large 2,400 tokens. */
+ * sees every token. Sizes: 301 tokens (the 64-/128-row tiles), 4 tokens over 64 experts (the decode rows), and
+ * under --large 2,400 tokens. */
 static void regression_block_scales(suite* s, int large) {
   static const int64_t Ts[] = {301, 4};
   for (int kase = 0; kase < 5; ++kase)
