@@ -76,9 +76,9 @@ __device__ __forceinline__ void produce_pairs(const fp8moe_gemm1_args& a, const 
     const int32_t pairs = ALT ? *a.num_tiles : ld_shared_s32(sm.num_pairs()), col_blocks = a.I / kBN;
     if (w >= pairs * col_blocks) break;
     const fp8moe_sm90_item item = fp8moe_sm90_item_of(w, pairs, col_blocks, a.item_order, a.item_group);
-    const uint32_t pf = ALT ? static_cast<uint32_t>(item.tile) : sm.pair_first(item.tile);
-    const int32_t tile0 = static_cast<int32_t>(pf & (kPairTwo - 1u));
-    const bool two = (pf & kPairTwo) != 0;
+    const uint32_t pf = ALT ? 0u : sm.pair_first(item.tile);
+    const int32_t tile0 = ALT ? item.tile : static_cast<int32_t>(pf & (kPairTwo - 1u));
+    const bool two = !ALT && (pf & kPairTwo) != 0;
     const int32_t e = a.tile_expert[tile0];
     const int64_t row0 = static_cast<int64_t>(tile0) * kBM;
     uint32_t tok[kRowSets]; /* token of row rb + 16i (0 for a zero-filled row) */
@@ -170,8 +170,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     const int32_t pairs = ALT ? *a.num_tiles : ld_shared_s32(sp.num_pairs()), col_blocks = a.I / kBN;
     if (w >= pairs * col_blocks) break; /* items ≤ max_tiles · col_blocks < 2^31 (the launcher checks) */
     const fp8moe_sm90_item item = fp8moe_sm90_item_of(w, pairs, col_blocks, a.item_order, a.item_group);
-    const uint32_t pf = ALT ? static_cast<uint32_t>(item.tile) : sp.pair_first(item.tile);
-    const int32_t tile0 = static_cast<int32_t>(pf & (kPairTwo - 1u));
+    const uint32_t pf = ALT ? 0u : sp.pair_first(item.tile);
+    const int32_t tile0 = ALT ? item.tile : static_cast<int32_t>(pf & (kPairTwo - 1u));
     if (ALT) {
       const uint32_t k = turns & 0xffffu; /* this CTA's item number (< 2^16: ≤ max_tiles · col_blocks / grid) */
       turns += 1u;
@@ -199,7 +199,9 @@ __global__ void __launch_bounds__(kThreads, 1)
       cu = ld_shared_f32(sp.w_scale(s, 1));
     };
     consume_pair<SCALE == FP8MOE_SCALE_BLOCK, true, true>(sp, ha, kblocks, it, acc_g, acc_u, scales);
-    if (ALT && tid % 128 == 0) mbar_arrive(sp.turn(1 - wg)); /* its full waits are done: the other's turn */
+    /* every warp's full waits are done: the other's turn (per warp, so none of this warpgroup can still be short
+     * of its own turn wait when the other warpgroup hands back) */
+    if (ALT && tid % 32 == 0) mbar_arrive(sp.turn(1 - wg));
     const int lane = tid % 32, q = tid % 128 / 32;
     const int g = lane / 4, t = lane % 4;
     const int rr[2] = {16 * q + g, 16 * q + g + 8};
@@ -326,14 +328,12 @@ static bool gather_args_ok(const fp8moe_gemm1_args* a) {
          a->x_stride <= 0xFFFFFFFFll;
 }
 
-/* Where the alternating items are run (the caller takes gemm1_wgmma_sm90.cu elsewhere): gather_args_ok, the tile
- * numbers below the pair entry's flag bit (max_tiles ≤ FP8MOE_GEMM1_PAIR_MAX_TILES: the kernel reads item tiles
- * through the same mask), at least 3 stages per item (with 2 or fewer, item k + 2 needs no stage of item k + 1,
- * so one warp of a warpgroup could still be short of its turn wait for k + 1 when the other warpgroup's
- * single-thread turn arrival after k + 2 lands: a per-warp arrival would lift this; review of 2026-12-03), and a
- * CTA's item count below 2^16 (its `turns` counter). */
+/* Where the alternating items are run (the caller takes gemm1_wgmma_sm90.cu elsewhere): gather_args_ok and a
+ * CTA's item count below 2^16 (its `turns` counter). ALT reads an item's tile unmasked (no pair list, no 8,192
+ * tile bound) and its turn barriers count one arrival per warp, so no warp of a warpgroup can still be short of
+ * its turn wait when the other warpgroup hands back, at any number of stages per item (docs/GPU.md). */
 extern "C" int fp8moe_gemm1_sm90_alternate_fits(const fp8moe_gemm1_args* a) {
-  if (!gather_args_ok(a) || a->max_tiles > FP8MOE_GEMM1_PAIR_MAX_TILES || a->H / FP8MOE_GEMM_TILE_K < 3) return 0;
+  if (!gather_args_ok(a)) return 0;
   const int64_t items = static_cast<int64_t>(a->max_tiles) * (a->I / fp8moe::sm90::kBN);
   const int64_t ctas = a->max_ctas / FP8MOE_GEMM1_CTAS_PER_SM, grid = items < ctas ? items : ctas;
   return grid < 1 || (items + grid - 1) / grid < 0x10000;

@@ -30,7 +30,8 @@ struct PairSmem {
   uint64_t full[kStages];
   uint64_t empty[kStages];
   uint64_t list_ready; /* one arrival per consumer thread (publish_pairs): the pair list and num_pairs are written */
-  uint64_t turn[2];    /* GEMM1, alternating items: warpgroup w may start its next main loop (one arrival) */
+  uint64_t turn[2];    /* GEMM1, alternating items: warpgroup w may start its next main loop (one arrival per
+                          warp of the other warpgroup) */
   float row_scale[kStages][2 * kBM];          /* GEMM1, BLOCK: each stage's 128 activation row scales (0: padding) */
   float w_scale[kStages][4];                  /* GEMM1, BLOCK: each stage's gate and up weight-block scales */
   int32_t num_pairs;                          /* the pair list's length */
@@ -117,7 +118,7 @@ __device__ __forceinline__ void st_shared_f32(uint32_t addr, float v) {
 /* Barrier setup by thread 0 (the caller's CTA barrier, before the warpgroups split, publishes it): full counts
  * full_count arrivals (the TMA issuer's expect_tx, plus any gathering producer threads), empty empty_count
  * (every consumer thread of the warpgroups that read a stage), list_ready one per consumer thread
- * (publish_pairs), turn one. */
+ * (publish_pairs), turn one per warp of a consumer warpgroup. */
 __device__ __forceinline__ void init_pair_barriers(uint8_t* raw, uint32_t full_count, uint32_t empty_count = kConsumers) {
   if (threadIdx.x == 0) {
     PairSmem& sm = pair_smem_of(raw);
@@ -126,8 +127,8 @@ __device__ __forceinline__ void init_pair_barriers(uint8_t* raw, uint32_t full_c
       mbar_init(&sm.empty[s], empty_count);
     }
     mbar_init(&sm.list_ready, kConsumers);
-    mbar_init(&sm.turn[0], 1);
-    mbar_init(&sm.turn[1], 1);
+    mbar_init(&sm.turn[0], kConsumers / 64); /* one arrival per warp of the warpgroup that hands over */
+    mbar_init(&sm.turn[1], kConsumers / 64);
     mbar_init_fence();
   }
 }
