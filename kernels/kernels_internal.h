@@ -217,6 +217,9 @@ typedef struct fp8moe_gemm1_args {
                                   clusters (fp8moe_prepare_gemm1_sm90_clusters); 0 the one-CTA kernel */
   int32_t alternate;           /* sm90 pairs only: 1 = 64-row items, the two consumer warpgroups take turns
                                   (gemm1_wgmma128_sm90.cu "Alternating"); 0 = pairs of tiles */
+  uint32_t* item_counter;      /* sm90 pairs only: NULL = CTA b takes items b, b + grid, …; else a word that is 0
+                                  at the kernel's start, from which the CTAs claim items grid, grid + 1, … in
+                                  order as they finish one (docs/GPU.md "Claimed items") */
   float* stream_partials;      /* stream kernels only: [FP8MOE_STREAM_MAX_CTAS][2][FP8MOE_STREAM_PARTIAL_FLOATS] */
   uint32_t* stream_counters;   /* stream kernels only: [FP8MOE_STREAM_MAX_CTAS], zero at the kernel's start */
 } fp8moe_gemm1_args;

@@ -42,8 +42,8 @@ if(FP8MOE_WITH_CUDA AND TARGET fp8moe_test_ref)
   # items run on the alternating pair kernel, kernels/gemm/gemm1_wgmma128_sm90.cu ALT): every large-M plan row in
   # full (every format, activation, gate/up order, requantization mode, the input-side token weight, experts of
   # one tile and odd tile counts, an expert-parallel shard, several item groups) and a graph capture at large M. The
-  # default --large sweep (T = 2400: 600 rows per expert) runs the same rows through the 128-row pairs. At H = 256
-  # (2 stages per item) the 64-row items take gemm1_wgmma_sm90 (fp8moe_gemm1_sm90_alternate_fits).
+  # default --large sweep (T = 2400: 600 rows per expert) runs the same rows through the 128-row pairs; H = 256
+  # rows (2 stages per item) included.
   add_test(NAME test_gpu_sweep_sm90_v COMMAND test_gpu_sweep --large)
   set_tests_properties(test_gpu_sweep_sm90_v PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600 LABELS gpu
                        ENVIRONMENT "FP8MOE_LIBRARY=$<TARGET_FILE:fp8moe>;FP8MOE_CUDA_GEMM_FALLBACK=v")
@@ -52,6 +52,14 @@ if(FP8MOE_WITH_CUDA AND TARGET fp8moe_test_ref)
   add_test(NAME test_gpu_sweep_sm90_vg COMMAND test_gpu_sweep --large)
   set_tests_properties(test_gpu_sweep_sm90_vg PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600 LABELS gpu
                        ENVIRONMENT "FP8MOE_LIBRARY=$<TARGET_FILE:fp8moe>;FP8MOE_CUDA_GEMM_FALLBACK=vg")
+  # The pair kernel's static item walk ("y": CTA b takes items b, b + grid, …, where the default claims them in
+  # order from a counter in the workspace's scalar words; docs/GPU.md "Claimed items"): the large-M sweep on the
+  # 128-row pairs ("y") and on the alternating 64-row items ("vy").
+  foreach(_variant y vy)
+    add_test(NAME test_gpu_sweep_sm90_${_variant} COMMAND test_gpu_sweep --large)
+    set_tests_properties(test_gpu_sweep_sm90_${_variant} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600 LABELS gpu
+                         ENVIRONMENT "FP8MOE_LIBRARY=$<TARGET_FILE:fp8moe>;FP8MOE_CUDA_GEMM_FALLBACK=${_variant}")
+  endforeach()
   # The 128-row GEMM2 (opt-in "i", kernels/gemm/gemm2_wgmma128_sm90.cu; docs/GPU.md "128-row GEMM2 items"): the
   # same large-M sweep (every format, experts of one tile and odd tile counts, an expert-parallel shard, several
   # item groups, a graph capture) against the CPU backend, with the 128-row GEMM1 (the default there) before it.

@@ -265,8 +265,10 @@ static void sm90_variants(void) {
   const int32_t tile = FP8MOE_SM90_ORDER_TILE_MAJOR, column = FP8MOE_SM90_ORDER_COLUMN_MAJOR;
   unsetenv("FP8MOE_CUDA_GEMM_FALLBACK");
   EXPECT(variant_is(overlap, grouped, grouped) && clusters_are(0) &&
-             fp8moe_cuda_plan_context_sm90_variant().gemm1_alternate == 1,
-         "default: two-accumulator loop, both GEMMs grouped, one-CTA GEMMs, the alternating 64-row GEMM1");
+             fp8moe_cuda_plan_context_sm90_variant().gemm1_alternate == 1 &&
+             fp8moe_cuda_plan_context_sm90_variant().gemm1_claim == 1,
+         "default: two-accumulator loop, both GEMMs grouped, one-CTA GEMMs, the alternating 64-row GEMM1, claimed "
+         "pair-kernel items");
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "m", 1);
   EXPECT(variant_is(overlap, grouped, grouped) && clusters_are(1),
          "FALLBACK=m: both GEMMs in 2-CTA clusters, nothing else changed");
@@ -281,6 +283,13 @@ static void sm90_variants(void) {
   EXPECT(variant_is(overlap, grouped, grouped) && clusters_are(0) &&
              fp8moe_cuda_plan_context_sm90_variant().gemm1_alternate == 0,
          "FALLBACK=g: the 64-row GEMM1 kernel instead of the alternating pair kernel, nothing else changed");
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "y", 1);
+  EXPECT(variant_is(overlap, grouped, grouped) && clusters_are(0) &&
+             fp8moe_cuda_plan_context_sm90_variant().gemm1_alternate == 1 &&
+             fp8moe_cuda_plan_context_sm90_variant().gemm1_claim == 0,
+         "FALLBACK=y: the pair kernel's static item walk, nothing else changed");
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "12dkjpcstgqruomn", 1);
+  EXPECT(fp8moe_cuda_plan_context_sm90_variant().gemm1_claim == 1, "FALLBACK without y: claimed items");
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "o", 1);
   EXPECT(variant_is(overlap, grouped, column), "FALLBACK=o: GEMM2 column-block major, GEMM1 grouped");
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "u", 1);

@@ -28,7 +28,12 @@
  * requantization, stores: no wgmma for thousands of cycles) runs while the other's main loop keeps the
  * tensor cores and the ring busy, where gemm1_wgmma_sm90.cu stops both. A warpgroup starts its main loop only
  * after the other has passed every full wait of the previous item (`turn` barriers): the ring's stages go to
- * the items in order, and a parity wait must never be two phases ahead. Empty barriers count one warpgroup. */
+ * the items in order, and a parity wait must never be two phases ahead. Empty barriers count one warpgroup.
+ *
+ * Claimed items (a.item_counter; docs/GPU.md "Claimed items"): after the first wave the CTAs claim their items
+ * in order from a zeroed counter instead of walking b, b + grid, …, so the CTAs that share a group's B slices
+ * and A rows stay close in time and meet in L2; the producer tells the consumers each item through the item's
+ * first stage (stage_item), and ends with a stage that carries item −1. */
 #include "sm90_pairs.cuh"
 
 namespace fp8moe {
@@ -54,6 +59,19 @@ __device__ __forceinline__ void cp_async_4(uint32_t dst, const void* src, int by
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(bytes) : "memory");
 }
 
+/* Claimed items, the producer warpgroup past the last item: the next stage in ring order carries item −1 and
+ * no data (every producer thread waits for the slot, as for a stage, and arrives; thread 0 twice, in place of
+ * its expect_tx), so the consumer warpgroup that waits for it there learns that the CTA is done. */
+__device__ __forceinline__ void end_claims(PairAddr sm, uint32_t it) {
+  const uint32_t s = it % kStages;
+  mbar_wait(sm.empty(s), ((it / kStages) & 1u) ^ 1u);
+  if (threadIdx.x == 0) {
+    st_shared_s32(sm.stage_item(s), -1);
+    mbar_arrive(sm.full(s));
+  }
+  mbar_arrive(sm.full(s));
+}
+
 /* Producer warpgroup: thread p copies 16-byte chunk p % 8 of rows p / 8 + 16i (i < 8) of the pair's 128 rows
  * (rows 64.. into the second A tile); the rows of a missing second tile and padding rows are zero-filled.
  * Thread 0 loads both B boxes. BLOCK: the stage's block scales go to shared memory with it (thread p the
@@ -71,10 +89,19 @@ __device__ __forceinline__ void produce_pairs(const fp8moe_gemm1_args& a, const 
   const uint32_t dst0 = static_cast<uint32_t>(rb * kBK + ((c ^ (rb & 7)) << 4));
   const uint32_t stride = static_cast<uint32_t>(a.x_stride); /* ≤ UINT32_MAX: the launcher checks */
   uint32_t it = 0;
+  const bool claimed = a.item_counter != nullptr;
   /* pairs and items are re-read from shared memory per item rather than kept live across the K loop */
-  for (int32_t w = static_cast<int32_t>(blockIdx.x);; w += static_cast<int32_t>(gridDim.x)) {
+  int32_t w = static_cast<int32_t>(blockIdx.x);
+  for (uint32_t k = 0;; ++k) {
     const int32_t pairs = ALT ? *a.num_tiles : ld_shared_s32(sm.num_pairs()), col_blocks = a.I / kBN;
-    if (w >= pairs * col_blocks) break;
+    if (w >= pairs * col_blocks) {
+      if (claimed) end_claims(sm, it);
+      break;
+    }
+    /* Claimed items: the CTA's next item, asked for one item ahead so the atomic's latency hides under this
+     * item's stages (the first wave takes items 0 .. grid − 1 without asking). */
+    int32_t next = 0;
+    if (claimed && p == 0) next = static_cast<int32_t>(gridDim.x + atomicAdd(a.item_counter, 1u));
     const fp8moe_sm90_item item = fp8moe_sm90_item_of(w, pairs, col_blocks, a.item_order, a.item_group);
     const uint32_t pf = ALT ? 0u : sm.pair_first(item.tile);
     const int32_t tile0 = ALT ? item.tile : static_cast<int32_t>(pf & (kPairTwo - 1u));
@@ -101,6 +128,7 @@ __device__ __forceinline__ void produce_pairs(const fp8moe_gemm1_args& a, const 
       const uint32_t s = it % kStages;
       mbar_wait(sm.empty(s), ((it / kStages) & 1u) ^ 1u);
       if (p == 0) {
+        if (claimed && kb == 0) st_shared_s32(sm.stage_item(s), w); /* released by the arrive below */
         mbar_arrive_expect_tx(sm.full(s), 2 * kBTileBytes);
         tma_load_3d(sm.b(s, 0), &map_w, sm.full(s), kb * kBK, gate_row, e);
         tma_load_3d(sm.b(s, 1), &map_w, sm.full(s), kb * kBK, up_row, e);
@@ -130,6 +158,13 @@ __device__ __forceinline__ void produce_pairs(const fp8moe_gemm1_args& a, const 
         }
       }
       publish_gathered(sm.full(s));
+    }
+    if (claimed) { /* thread 0's claim to the warpgroup; two slots, so a slot is rewritten only after all read it */
+      if (p == 0) st_shared_s32(sm.claim(k), next);
+      producer_sync();
+      w = ld_shared_s32(sm.claim(k));
+    } else {
+      w += static_cast<int32_t>(gridDim.x);
     }
   }
   cp_async_wait_all(); /* as gemm1_wgmma_sm90.cu */
@@ -162,28 +197,53 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int kblocks = a.H / kBK;
   const int wg = consumer_wg();
   uint32_t it = 0;
-  uint32_t turns = 0; /* ALT: the CTA's items so far (bit 0 says whose turn), and this warpgroup's turn waits */
+  uint32_t turns = 0; /* ALT: bit 0 the parity of the CTA's next item (whose turn), bit 1 set after its first item,
+                         bit 2 the parity of this warpgroup's turn waits */
   /* Little stays live across the main loop (the item number, its pair and column block, the ring position):
    * the pair count is re-read from shared memory per item and the thread's lanes and rows are recomputed
    * after the loop, so the 192 accumulator and partial registers fit the consumers' 232 (ptxas -v). */
-  for (int32_t w = static_cast<int32_t>(blockIdx.x);; w += static_cast<int32_t>(gridDim.x)) {
+  const bool claimed = a.item_counter != nullptr;
+  for (int32_t ws = static_cast<int32_t>(blockIdx.x);; ws += claimed ? 0 : static_cast<int32_t>(gridDim.x)) {
     const int32_t pairs = ALT ? *a.num_tiles : ld_shared_s32(sp.num_pairs()), col_blocks = a.I / kBN;
-    if (w >= pairs * col_blocks) break; /* items ≤ max_tiles · col_blocks < 2^31 (the launcher checks) */
-    const fp8moe_sm90_item item = fp8moe_sm90_item_of(w, pairs, col_blocks, a.item_order, a.item_group);
-    const uint32_t pf = ALT ? 0u : sp.pair_first(item.tile);
-    const int32_t tile0 = ALT ? item.tile : static_cast<int32_t>(pf & (kPairTwo - 1u));
+    /* static items (b, b + grid, …): w = ws, items ≤ max_tiles · col_blocks < 2^31 (the launcher checks) */
+    if (!claimed && ws >= pairs * col_blocks) break;
     if (ALT) {
-      const uint32_t k = turns & 0xffffu; /* this CTA's item number (< 2^16: ≤ max_tiles · col_blocks / grid) */
-      turns += 1u;
-      if ((k & 1u) != static_cast<uint32_t>(wg)) { /* the other warpgroup's item: its stages pass by */
+      const uint32_t owner = turns & 1u; /* the CTA's item k: warpgroup k % 2 computes it */
+      const bool later = (turns & 2u) != 0; /* k > 0 */
+      turns = (turns ^ 1u) | 2u;
+      if (owner != static_cast<uint32_t>(wg)) { /* the other warpgroup's item: its stages pass by */
         it += static_cast<uint32_t>(kblocks);
         continue;
       }
-      if (k > 0) { /* the other warpgroup has passed every full wait of item k − 1 */
-        mbar_wait(sp.turn(wg), (turns >> 16) & 1u);
-        turns += 1u << 16;
+      if (later) { /* the other warpgroup has passed every full wait of item k − 1 */
+        mbar_wait(sp.turn(wg), (turns >> 2) & 1u);
+        turns ^= 4u;
+        /* the other warpgroup met the end at item k − 1 (its own flag: a warp of this warpgroup may already have
+         * met it at item k and flagged this warpgroup's). Lane 0 reads it for the warp: its turn arrival after the
+         * main loop then orders the read before the flag's write (racecheck pairs the arrive with the wait). */
+        if (claimed) {
+          int32_t other_done = 0;
+          if (threadIdx.x % 32 == 0) other_done = ld_shared_s32(sp.done(1 - wg));
+          if (__shfl_sync(0xffffffffu, other_done, 0) != 0) break;
+        }
       }
-    } else if (wg == 1 && (pf & kPairTwo) == 0) { /* warpgroup-uniform: a single pair has no rows for warpgroup 1 */
+    }
+    int32_t w = ws;
+    if (claimed) { /* the item is in its first stage (end_claims: −1) */
+      mbar_wait(sp.full(it % kStages), (it / kStages) & 1u);
+      w = ld_shared_s32(sp.stage_item(it % kStages));
+      if (w < 0) {
+        if (ALT) { /* the other warpgroup may wait for its turn: hand it over with the end flagged */
+          if (threadIdx.x % 128 == 0) st_shared_s32(sp.done(wg), 1);
+          if (threadIdx.x % 32 == 0) mbar_arrive(sp.turn(1 - wg));
+        }
+        break;
+      }
+    }
+    const fp8moe_sm90_item item = fp8moe_sm90_item_of(w, pairs, col_blocks, a.item_order, a.item_group);
+    const uint32_t pf = ALT ? 0u : sp.pair_first(item.tile);
+    const int32_t tile0 = ALT ? item.tile : static_cast<int32_t>(pf & (kPairTwo - 1u));
+    if (!ALT && wg == 1 && (pf & kPairTwo) == 0) { /* warpgroup-uniform: a single pair has no rows for warpgroup 1 */
       pass_stages(sp, kblocks, it);
       continue;
     }
@@ -328,16 +388,11 @@ static bool gather_args_ok(const fp8moe_gemm1_args* a) {
          a->x_stride <= 0xFFFFFFFFll;
 }
 
-/* Where the alternating items are run (the caller takes gemm1_wgmma_sm90.cu elsewhere): gather_args_ok and a
- * CTA's item count below 2^16 (its `turns` counter). ALT reads an item's tile unmasked (no pair list, no 8,192
- * tile bound) and its turn barriers count one arrival per warp, so no warp of a warpgroup can still be short of
- * its turn wait when the other warpgroup hands back, at any number of stages per item (docs/GPU.md). */
-extern "C" int fp8moe_gemm1_sm90_alternate_fits(const fp8moe_gemm1_args* a) {
-  if (!gather_args_ok(a)) return 0;
-  const int64_t items = static_cast<int64_t>(a->max_tiles) * (a->I / fp8moe::sm90::kBN);
-  const int64_t ctas = a->max_ctas / FP8MOE_GEMM1_CTAS_PER_SM, grid = items < ctas ? items : ctas;
-  return grid < 1 || (items + grid - 1) / grid < 0x10000;
-}
+/* Where the alternating items are run (the caller takes gemm1_wgmma_sm90.cu elsewhere): gather_args_ok. ALT
+ * reads an item's tile unmasked (no pair list, no 8,192-tile bound), keeps only parities of its item and turn
+ * counts, and its turn barriers count one arrival per warp, so no warp of a warpgroup can still be short of its
+ * turn wait when the other warpgroup hands back, at any number of stages per item (docs/GPU.md). */
+extern "C" int fp8moe_gemm1_sm90_alternate_fits(const fp8moe_gemm1_args* a) { return gather_args_ok(a); }
 
 extern "C" int fp8moe_launch_gemm1_sm90_pairs(const fp8moe_gemm1_args* a, cudaStream_t stream) {
   using namespace fp8moe::sm90;

@@ -32,6 +32,10 @@ struct PairSmem {
   uint64_t list_ready; /* one arrival per consumer thread (publish_pairs): the pair list and num_pairs are written */
   uint64_t turn[2];    /* GEMM1, alternating items: warpgroup w may start its next main loop (one arrival per
                           warp of the other warpgroup) */
+  int32_t stage_item[kStages]; /* GEMM1, claimed items: the item of the stage that starts it (−1: no more) */
+  int32_t claim[2];            /* GEMM1, claimed items: the producer's next item, by item parity */
+  int32_t done[2];             /* GEMM1, claimed alternating items: warpgroup w met the end (released by its turn
+                                  arrivals; per warpgroup, so a warp never reads its own warpgroup's flag) */
   float row_scale[kStages][2 * kBM];          /* GEMM1, BLOCK: each stage's 128 activation row scales (0: padding) */
   float w_scale[kStages][4];                  /* GEMM1, BLOCK: each stage's gate and up weight-block scales */
   int32_t num_pairs;                          /* the pair list's length */
@@ -86,6 +90,15 @@ struct PairAddr {
   __device__ __forceinline__ uint32_t turn(int wg) const {
     return base + static_cast<uint32_t>(offsetof(PairSmem, turn)) + 8u * static_cast<uint32_t>(wg);
   }
+  __device__ __forceinline__ uint32_t stage_item(uint32_t s) const {
+    return base + static_cast<uint32_t>(offsetof(PairSmem, stage_item)) + 4u * s;
+  }
+  __device__ __forceinline__ uint32_t claim(uint32_t k) const {
+    return base + static_cast<uint32_t>(offsetof(PairSmem, claim)) + 4u * (k & 1u);
+  }
+  __device__ __forceinline__ uint32_t done(int wg) const {
+    return base + static_cast<uint32_t>(offsetof(PairSmem, done)) + 4u * static_cast<uint32_t>(wg);
+  }
   __device__ __forceinline__ uint32_t num_pairs() const {
     return base + static_cast<uint32_t>(offsetof(PairSmem, num_pairs));
   }
@@ -114,6 +127,11 @@ __device__ __forceinline__ int32_t ld_shared_s32(uint32_t addr) {
 __device__ __forceinline__ void st_shared_f32(uint32_t addr, float v) {
   asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(addr), "f"(v) : "memory");
 }
+__device__ __forceinline__ void st_shared_s32(uint32_t addr, int32_t v) {
+  asm volatile("st.shared.s32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
+}
+/* Named barrier among the producer warpgroup's 128 threads (id 4: 0 is __syncthreads, 1 the consumers'). */
+__device__ __forceinline__ void producer_sync() { asm volatile("bar.sync 4, 128;\n" ::: "memory"); }
 
 /* Barrier setup by thread 0 (the caller's CTA barrier, before the warpgroups split, publishes it): full counts
  * full_count arrivals (the TMA issuer's expect_tx, plus any gathering producer threads), empty empty_count
@@ -129,6 +147,7 @@ __device__ __forceinline__ void init_pair_barriers(uint8_t* raw, uint32_t full_c
     mbar_init(&sm.list_ready, kConsumers);
     mbar_init(&sm.turn[0], kConsumers / 64); /* one arrival per warp of the warpgroup that hands over */
     mbar_init(&sm.turn[1], kConsumers / 64);
+    sm.done[0] = sm.done[1] = 0;
     mbar_init_fence();
   }
 }

@@ -32,6 +32,7 @@ typedef struct fp8moe_cuda_impl {
   int32_t route_warm;         /* fp8moe_cuda_plan_context_route_warm: the prologue's code warming */
   int32_t sm90_loop, gemm1_order, gemm2_order; /* fp8moe_cuda_plan_context_sm90_variant, fixed at creation */
   int32_t gemm1_alternate;    /* the same: the alternating pair kernel in place of the 64-row GEMM1 */
+  int32_t gemm1_claim;        /* the same: the pair kernel's CTAs claim items in order (docs/GPU.md "Claimed items") */
   int32_t gemm1_clusters, gemm2_clusters; /* 2-CTA clusters of the sm90 GEMM1 / GEMM2 resident at once where
                                              the variant takes the cluster kernels (fp8moe_prepare_gemm{1,2}_
                                              sm90_clusters); 0: the one-CTA kernel */
@@ -64,6 +65,7 @@ typedef struct fp8moe_cuda_layout {
 #define FP8MOE_CUDA_S_X_SCALE 2   /* fp32 */
 #define FP8MOE_CUDA_S_A2_AMAX 3   /* uint32 bits of the intermediate amax (dynamic per-tensor) */
 #define FP8MOE_CUDA_S_A2_SCALE 4  /* fp32 */
+#define FP8MOE_CUDA_S_GEMM1_ITEMS 5 /* uint32: the sm90 pair kernel's claimed-item counter */
 #define FP8MOE_CUDA_S_STREAM_COUNTERS 8 /* uint32 [FP8MOE_STREAM_MAX_CTAS]: the stream GEMMs' unit counters */
 #define FP8MOE_CUDA_S_WORDS (8 + FP8MOE_STREAM_MAX_CTAS) /* ≤ 512: the prologue's one-block zeroing */
 

@@ -173,8 +173,12 @@ int fp8moe_cuda_plan_stream_workspace(int32_t cc, const fp8moe_problem* p) {
 /* The 64-row GEMM1 items run on the pair kernel with the consumer warpgroups alternating items (docs/GPU.md
  * "Alternating 64-row items": GEMM1 −6 to −13 % against gemm1_wgmma_sm90.cu at every point measured); "g" takes
  * gemm1_wgmma_sm90.cu (also what the cluster variant "m" runs). */
+/* The pair kernel's CTAs (both item shapes) claim their items in order from a counter, so the CTAs that share
+ * an item group's B slices and A rows stay within a few µs of each other and meet in L2 (docs/GPU.md "Claimed
+ * items": GEMM1 DRAM bytes at deepseek-v3 block T = 8192 14.9 → 9.5 GB, layers −2.5 to −5.5 % at T ≥ 2048);
+ * "y" keeps the static walk b, b + grid, …. */
 static const fp8moe_sm90_variant k_sm90_default = {FP8MOE_SM90_LOOP_OVERLAP, FP8MOE_SM90_ORDER_GROUPED,
-                                                   FP8MOE_SM90_ORDER_GROUPED, 0, 0, 1};
+                                                   FP8MOE_SM90_ORDER_GROUPED, 0, 0, 1, 1};
 
 fp8moe_sm90_variant fp8moe_cuda_plan_context_sm90_variant(void) {
   fp8moe_sm90_variant v = k_sm90_default;
@@ -190,6 +194,7 @@ fp8moe_sm90_variant fp8moe_cuda_plan_context_sm90_variant(void) {
   if (strchr(sw, 'm') != NULL) v.gemm1_cluster = v.gemm2_cluster = 1;
   if (strchr(sw, 'n') != NULL) v.gemm1_cluster = v.gemm2_cluster = 0;
   if (strchr(sw, 'g') != NULL) v.gemm1_alternate = 0;
+  if (strchr(sw, 'y') != NULL) v.gemm1_claim = 0;
   return v;
 }
 

@@ -85,13 +85,16 @@ typedef struct fp8moe_sm90_variant {
   int32_t gemm1_cluster; /* 1: GEMM1 in 2-CTA clusters with B multicast where the clusters fit the device */
   int32_t gemm2_cluster; /* the same for GEMM2 */
   int32_t gemm1_alternate; /* 1: where the 64-row GEMM1 would run, the pair kernel with alternating 64-row items */
+  int32_t gemm1_claim;     /* 1: the pair kernel (both item shapes) claims items from a counter in order; 0 ("y"):
+                              CTA b takes items b, b + grid, … */
 } fp8moe_sm90_variant;
 
 /* At context creation: the default variant (data in cuda_plan.c: both GEMMs grouped), with each letter
  * FP8MOE_CUDA_GEMM_FALLBACK names switching one choice: "q" the serial (sequential) main loop, "r" the
  * early-release main loop ("q" wins when both are named), "u" the ungrouped orders of before (GEMM1
  * column-block major, GEMM2 tile major), "o" GEMM2 column-block major (wins over "u" for GEMM2), "m" both
- * GEMMs in 2-CTA clusters with TMA multicast of the shared weights, "n" the one-CTA GEMMs (wins over "m").
+ * GEMMs in 2-CTA clusters with TMA multicast of the shared weights, "n" the one-CTA GEMMs (wins over "m"), "g"
+ * the 64-row GEMM1 kernel for 64-row items, "y" the pair kernel's static item walk.
  * Letters of the other switches ("1", "2", "d", "k", "j", "p", "c", "s") leave it. */
 fp8moe_sm90_variant fp8moe_cuda_plan_context_sm90_variant(void);
 

@@ -292,6 +292,8 @@ static int32_t experts(const fp8moe_cuda_impl* impl, const fp8moe_problem* p, co
     g->stream_partials = (float*)(ws + l->stream_partials);
     g->stream_counters = words + FP8MOE_CUDA_S_STREAM_COUNTERS; /* zeroed with the scalar words */
   }
+  /* zeroed with the scalar words; read only by the pair kernel */
+  g->item_counter = impl->gemm1_claim ? words + FP8MOE_CUDA_S_GEMM1_ITEMS : NULL;
   int e1;
   if (stream) e1 = fp8moe_launch_gemm1_stream(g, s);
   else if (decode) e1 = fp8moe_launch_gemm1_decode(g, s);
