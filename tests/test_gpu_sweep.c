@@ -742,7 +742,7 @@ int main(int argc, char** argv) {
   memset(&s, 0, sizeof s);
   setvbuf(stdout, NULL, _IONBF, 0); /* a crash must not swallow the lines before it */
   s.quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
-  /* --large: only the large-M plan rows, in full (the 64-row GEMM1 items' variants, FALLBACK=v and vg, run them). */
+  /* --large: only the large-M plan rows, in full (the variants FALLBACK=v, vg, y, vy and i run them too). */
   const int large_only = argc > 1 && strcmp(argv[1], "--large") == 0;
   fp8moe_backend_info bi;
   int open_rc = gpu_suite_open("test_gpu_sweep", &s.tp, &s.cpu, &s.gpu, &bi);

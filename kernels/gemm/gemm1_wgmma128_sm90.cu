@@ -203,6 +203,10 @@ __global__ void __launch_bounds__(kThreads, 1)
    * the pair count is re-read from shared memory per item and the thread's lanes and rows are recomputed
    * after the loop, so the 192 accumulator and partial registers fit the consumers' 232 (ptxas -v). */
   const bool claimed = a.item_counter != nullptr;
+  /* ALT: this warp's share of handing the turn to the other warpgroup (one arrival per warp, lane 0) */
+  auto hand_turn = [&] {
+    if (threadIdx.x % 32 == 0) mbar_arrive(sp.turn(1 - wg));
+  };
   for (int32_t ws = static_cast<int32_t>(blockIdx.x);; ws += claimed ? 0 : static_cast<int32_t>(gridDim.x)) {
     const int32_t pairs = ALT ? *a.num_tiles : ld_shared_s32(sp.num_pairs()), col_blocks = a.I / kBN;
     /* static items (b, b + grid, …): w = ws, items ≤ max_tiles · col_blocks < 2^31 (the launcher checks) */
@@ -235,7 +239,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       if (w < 0) {
         if (ALT) { /* the other warpgroup may wait for its turn: hand it over with the end flagged */
           if (threadIdx.x % 128 == 0) st_shared_s32(sp.done(wg), 1);
-          if (threadIdx.x % 32 == 0) mbar_arrive(sp.turn(1 - wg));
+          hand_turn();
         }
         break;
       }
@@ -261,7 +265,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     consume_pair<SCALE == FP8MOE_SCALE_BLOCK, true, true>(sp, ha, kblocks, it, acc_g, acc_u, scales);
     /* every warp's full waits are done: the other's turn (per warp, so none of this warpgroup can still be short
      * of its own turn wait when the other warpgroup hands back) */
-    if (ALT && tid % 32 == 0) mbar_arrive(sp.turn(1 - wg));
+    if (ALT) hand_turn();
     const int lane = tid % 32, q = tid % 128 / 32;
     const int g = lane / 4, t = lane % 4;
     const int rr[2] = {16 * q + g, 16 * q + g + 8};
@@ -397,9 +401,9 @@ extern "C" int fp8moe_gemm1_sm90_alternate_fits(const fp8moe_gemm1_args* a) { re
 extern "C" int fp8moe_launch_gemm1_sm90_pairs(const fp8moe_gemm1_args* a, cudaStream_t stream) {
   using namespace fp8moe::sm90;
   if (a->max_tiles == 0) return cudaSuccess;
+  /* the pair list bounds only where there is a pair list */
   const bool list_fits = a->max_tiles <= FP8MOE_GEMM1_PAIR_MAX_TILES && a->E_local <= FP8MOE_GEMM1_PAIR_MAX_EXPERTS;
-  if (a->alternate ? !fp8moe_gemm1_sm90_alternate_fits(a) : !(gather_args_ok(a) && list_fits))
-    return cudaErrorInvalidValue;
+  if (!gather_args_ok(a) || (!a->alternate && !list_fits)) return cudaErrorInvalidValue;
   if (!fp8moe_sm90_order_ok(a->item_order, a->item_group, a->max_tiles, a->I / kBN)) return cudaErrorInvalidValue;
   CUtensorMap mw;
   const uint64_t dw[3] = {static_cast<uint64_t>(a->H), 2 * static_cast<uint64_t>(a->I),
