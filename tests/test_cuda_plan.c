@@ -36,6 +36,7 @@ static fp8moe_problem problem(int64_t T, int64_t H, int64_t I, int32_t E, int32_
   p.K = K;
   p.quant_format = FP8MOE_QUANT_FP8_PER_TENSOR;
   p.geom = *fp8moe_contract_quant_geometry(FP8MOE_QUANT_FP8_PER_TENSOR);
+  p.requant = FP8MOE_REQUANT_STATIC; /* per-tensor with the caller's a2_scale (the size rule reads it) */
   fp8moe_view* w[2] = {&p.w13, &p.w2};
   const int64_t n[2] = {2 * I, H}, k[2] = {H, I};
   for (int i = 0; i < 2; ++i) {
@@ -590,8 +591,8 @@ static void size_rule(void) {
       {1, 7168, 2048, 384, 8, FP8MOE_GEMM_STREAM_SM90, "kimi-k2 T=1"},
       {1, 4096, 1536, 128, 8, FP8MOE_GEMM_STREAM_SM90, "qwen3-235b-a22b T=1 (128 units)"},
       {1, 4096, 1408, 128, 8, FP8MOE_GEMM_STREAM_SM90, "glm-4.5-air T=1"},
-      {1, 2048, 768, 128, 8, FP8MOE_GEMM_DECODE, "qwen3-30b-a3b T=1 (I = 768)"},
-      {8, 2048, 768, 128, 8, FP8MOE_GEMM_DECODE, "qwen3-30b-a3b T=8"},
+      {1, 2048, 768, 128, 8, FP8MOE_GEMM_DECODE, "qwen3-30b-a3b per-tensor T=1 (I = 768)"},
+      {8, 2048, 768, 128, 8, FP8MOE_GEMM_DECODE, "qwen3-30b-a3b per-tensor T=8"},
       {1, 5120, 8192, 16, 1, FP8MOE_GEMM_DECODE, "llama4-scout T=1 (20 units)"},
       {4, 5120, 8192, 16, 1, FP8MOE_GEMM_DECODE, "llama4-scout T=4 (80 units < 99)"},
       {5, 5120, 8192, 16, 1, FP8MOE_GEMM_STREAM_SM90, "llama4-scout T=5 (100 units >= 99)"},
@@ -608,7 +609,22 @@ static void size_rule(void) {
     EXPECT(kernel_of(FP8MOE_GEMM1, 90, &p, ctx & ~FP8MOE_PLAN_NEEDS_DECODE_GRIDS) == FP8MOE_GEMM_STREAM_SM90,
            "%s: the stream pair where the register pair's grids do not fit", k[i].what);
   }
-  /* the I threshold's edge, at 128 GEMM2 units */
+  /* 1×128 group requantization (FP8_BLOCK128): qwen3-30b-a3b takes the stream pair from 128 GEMM2 units (T = 2) */
+  static const shape_case grouped[] = {
+      {1, 2048, 768, 128, 8, FP8MOE_GEMM_DECODE, "qwen3-30b-a3b block T=1 (64 units < 99)"},
+      {2, 2048, 768, 128, 8, FP8MOE_GEMM_STREAM_SM90, "qwen3-30b-a3b block T=2 (128 units)"},
+      {8, 2048, 768, 128, 8, FP8MOE_GEMM_STREAM_SM90, "qwen3-30b-a3b block T=8"},
+      {1, 7168, 2048, 256, 8, FP8MOE_GEMM_STREAM_SM90, "deepseek-v3 block T=1"},
+  };
+  for (size_t i = 0; i < sizeof grouped / sizeof grouped[0]; ++i) {
+    fp8moe_problem p = problem(grouped[i].T, grouped[i].H, grouped[i].I, grouped[i].E, grouped[i].K, 0x10000);
+    p.requant = FP8MOE_REQUANT_GROUP;
+    EXPECT(kernel_of(FP8MOE_GEMM1, 90, &p, ctx) == grouped[i].kernel &&
+               kernel_of(FP8MOE_GEMM2, 90, &p, ctx) == grouped[i].kernel,
+           "%s: kernel %d expected, got %d", grouped[i].what, (int)grouped[i].kernel,
+           (int)kernel_of(FP8MOE_GEMM1, 90, &p, ctx));
+  }
+  /* the I thresholds' edges, at 128 GEMM2 units: per-tensor (static) and grouped requantization */
   const fp8moe_size_rule* rule = fp8moe_cuda_plan_size_rule();
   const fp8moe_problem at_i = problem(1, 4096, rule->stream_min_I, 128, 8, 0x10000),
                        below_i = problem(1, 4096, rule->stream_min_I - 16, 128, 8, 0x10000);
@@ -616,6 +632,14 @@ static void size_rule(void) {
              kernel_of(FP8MOE_GEMM1, 90, &below_i, ctx) == FP8MOE_GEMM_DECODE,
          "I = %lld: the stream pair, I = %lld: the register pair", (long long)rule->stream_min_I,
          (long long)rule->stream_min_I - 16);
+  fp8moe_problem at_ig = problem(1, 4096, rule->stream_min_I_group, 128, 8, 0x10000),
+                 below_ig = problem(1, 4096, rule->stream_min_I_group - 16, 128, 8, 0x10000);
+  at_ig.requant = below_ig.requant = FP8MOE_REQUANT_GROUP;
+  EXPECT(rule->stream_min_I_group < rule->stream_min_I &&
+             kernel_of(FP8MOE_GEMM1, 90, &at_ig, ctx) == FP8MOE_GEMM_STREAM_SM90 &&
+             kernel_of(FP8MOE_GEMM1, 90, &below_ig, ctx) == FP8MOE_GEMM_DECODE,
+         "grouped requantization: I = %lld the stream pair, I = %lld the register pair",
+         (long long)rule->stream_min_I_group, (long long)rule->stream_min_I_group - 16);
   /* an expert-parallel shard counts its expected share of the routed rows: deepseek-v3 over 8 GPUs (E_local =
    * 32) at T = 1 has ~1 active local expert (28 units), at T = 8 ~8 (224 units) */
   fp8moe_problem shard1 = problem(1, 7168, 2048, 256, 8, 0x10000), shard8 = problem(8, 7168, 2048, 256, 8, 0x10000);

@@ -263,9 +263,13 @@ static int decode_shapes_ok(const fp8moe_problem* p) {
  * items (2026-12-03, "v" against none; docs/GPU.md "Alternating 64-row items") the pairs lose up to 256 rows
  * per expert on qwen3-30b-a3b and glm-4.5-air (64 and 128 rows: layer +5 to +15 %), tie on mixtral-8x7b at 128,
  * and win from 256 (1–8 %); at H = 7,168 they lose at 32 and 64 rows (deepseek-v3 per-tensor +13 % and +7 %,
- * block +6 % and 0) and win at 128 in block scales (layer −3 %, GEMM1 −7 %; per-tensor +2 %). */
+ * block +6 % and 0) and win at 128 in block scales (layer −3 %, GEMM1 −7 %; per-tensor +2 %).
+ * Session 24 (2026-12-04, "l" against none, qwen3-30b-a3b, I = 768): with 1×128 group requantization the stream
+ * pair now wins from 128 GEMM2 units (T = 2: 53.4 against 58.6 µs, T = 8: 109 against 115), where the register
+ * GEMM1 spends a fifth of its samples at its cluster barriers (ncu); per-tensor it still loses (T = 8: 104
+ * against 100) or ties (T = 2), so the I threshold stays there. */
 static const fp8moe_size_rule k_size_rule = {
-    1024, 3, 256, 7168, 128,
+    1024, 768, 3, 256, 7168, 128,
     "the faster kernel of two that fit: stream pair and 128-row GEMM1 where they measured faster"};
 
 const fp8moe_size_rule* fp8moe_cuda_plan_size_rule(void) { return &k_size_rule; }
@@ -275,7 +279,8 @@ static int stream_pays(const fp8moe_problem* p, int32_t sm_count) {
   const int64_t tk = p->T * (int64_t)p->K, local = (tk * p->E_local + p->E - 1) / p->E;
   const int64_t active = local < p->E_local ? local : p->E_local;
   const int64_t units = active * ((p->H + FP8MOE_STREAM_UNIT_ROWS - 1) / FP8MOE_STREAM_UNIT_ROWS);
-  return p->I >= k_size_rule.stream_min_I && 4 * units >= (int64_t)k_size_rule.stream_units_per_4_sms * sm_count;
+  const int64_t min_I = p->requant == FP8MOE_REQUANT_GROUP ? k_size_rule.stream_min_I_group : k_size_rule.stream_min_I;
+  return p->I >= min_I && 4 * units >= (int64_t)k_size_rule.stream_units_per_4_sms * sm_count;
 }
 
 static int pairs_pay(const fp8moe_problem* p) {
