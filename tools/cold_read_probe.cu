@@ -24,14 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#define CHECK_CUDA(x)                                                                     \
-  do {                                                                                    \
-    cudaError_t e_ = (x);                                                                 \
-    if (e_ != cudaSuccess) {                                                              \
-      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      return 1;                                                                           \
-    }                                                                                     \
-  } while (0)
+#include "probe_check.h"
 
 enum { kThreads = 1024, kExperts = 256, kReps = 15 };
 static const int64_t kExpertBytes = 29360128; /* deepseek-v3 W13 per expert: 2 × 2048 × 7168 */
@@ -54,56 +47,29 @@ __device__ __forceinline__ const uint4* slice_ptr(const uint8_t* base, const Sli
   return (const uint4*)(base + s.offset[k]) + (i - k * per);
 }
 
-/* times[3·b + 0/1/2]: CTA start, thread 0's first load back, CTA end (ns). */
-__global__ void __launch_bounds__(kThreads) stride_read(const uint8_t* __restrict__ base, Slices s,
+/* times[3·b + 0/1/2]: CTA start, thread 0's first load back, CTA end (ns). kChunk: CTA b reads elements
+ * [b·n/grid, (b+1)·n/grid) of the slice order; else the grid strides over all of them (the bench's roofline
+ * read). 4 loads of 16 B in flight per thread either way. */
+template <bool kChunk>
+__global__ void __launch_bounds__(kThreads) read_kernel(const uint8_t* __restrict__ base, Slices s,
                                                         unsigned long long* sink, uint64_t* times) {
   const uint64_t t0 = now_ns();
-  const int64_t n = s.bytes / 16 * s.n, stride = (int64_t)gridDim.x * blockDim.x;
-  int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  const int64_t n = s.bytes / 16 * s.n;
+  const int64_t lo = kChunk ? n * blockIdx.x / gridDim.x : 0, hi = kChunk ? n * (blockIdx.x + 1) / gridDim.x : n;
+  const int64_t stride = kChunk ? kThreads : (int64_t)gridDim.x * kThreads;
+  int64_t i = kChunk ? lo + threadIdx.x : (int64_t)blockIdx.x * kThreads + threadIdx.x;
   uint32_t acc = 0;
   bool first = true;
-  for (; i + 3 * stride < n; i += 4 * stride) {
-    const uint4 a = __ldcs(slice_ptr(base, s, i)), b = __ldcs(slice_ptr(base, s, i + stride)),
-                c = __ldcs(slice_ptr(base, s, i + 2 * stride)), d = __ldcs(slice_ptr(base, s, i + 3 * stride));
-    acc ^= a.x ^ a.y ^ a.z ^ a.w ^ b.x ^ b.y ^ b.z ^ b.w ^ c.x ^ c.y ^ c.z ^ c.w ^ d.x ^ d.y ^ d.z ^ d.w;
+  while (i < hi) {
+    const bool four = i + 3 * stride < hi;
+    uint4 v[4];
+#pragma unroll
+    for (int u = 0; u < 4; ++u) v[u] = u == 0 || four ? __ldcs(slice_ptr(base, s, i + u * stride)) : make_uint4(0, 0, 0, 0);
+#pragma unroll
+    for (int u = 0; u < 4; ++u) acc ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
     if (first && threadIdx.x == 0) times[3 * blockIdx.x + 1] = now_ns() + (acc == 0x12345u);
     first = false;
-  }
-  for (; i < n; i += stride) {
-    const uint4 a = __ldcs(slice_ptr(base, s, i));
-    acc ^= a.x ^ a.y ^ a.z ^ a.w;
-    if (first && threadIdx.x == 0) times[3 * blockIdx.x + 1] = now_ns() + (acc == 0x12345u);
-    first = false;
-  }
-  for (int o = 16; o; o >>= 1) acc ^= __shfl_xor_sync(0xffffffffu, acc, o);
-  if ((threadIdx.x & 31) == 0 && acc == 0x9E3779B9u) atomicXor(sink, (unsigned long long)acc);
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    times[3 * blockIdx.x] = t0;
-    times[3 * blockIdx.x + 2] = now_ns();
-  }
-}
-
-/* CTA b reads elements [b·n/grid, (b+1)·n/grid) of the slice order, 4 loads in flight per thread. */
-__global__ void __launch_bounds__(kThreads) chunk_read(const uint8_t* __restrict__ base, Slices s,
-                                                       unsigned long long* sink, uint64_t* times) {
-  const uint64_t t0 = now_ns();
-  const int64_t n = s.bytes / 16 * s.n, lo = n * blockIdx.x / gridDim.x, hi = n * (blockIdx.x + 1) / gridDim.x;
-  uint32_t acc = 0;
-  bool first = true;
-  int64_t i = lo + threadIdx.x;
-  for (; i + 3 * kThreads < hi; i += 4 * kThreads) {
-    const uint4 a = __ldcs(slice_ptr(base, s, i)), b = __ldcs(slice_ptr(base, s, i + kThreads)),
-                c = __ldcs(slice_ptr(base, s, i + 2 * kThreads)), d = __ldcs(slice_ptr(base, s, i + 3 * kThreads));
-    acc ^= a.x ^ a.y ^ a.z ^ a.w ^ b.x ^ b.y ^ b.z ^ b.w ^ c.x ^ c.y ^ c.z ^ c.w ^ d.x ^ d.y ^ d.z ^ d.w;
-    if (first && threadIdx.x == 0) times[3 * blockIdx.x + 1] = now_ns() + (acc == 0x12345u);
-    first = false;
-  }
-  for (; i < hi; i += kThreads) {
-    const uint4 a = __ldcs(slice_ptr(base, s, i));
-    acc ^= a.x ^ a.y ^ a.z ^ a.w;
-    if (first && threadIdx.x == 0) times[3 * blockIdx.x + 1] = now_ns() + (acc == 0x12345u);
-    first = false;
+    i += four ? 4 * stride : stride;
   }
   for (int o = 16; o; o >>= 1) acc ^= __shfl_xor_sync(0xffffffffu, acc, o);
   if ((threadIdx.x & 31) == 0 && acc == 0x9E3779B9u) atomicXor(sink, (unsigned long long)acc);
@@ -199,16 +165,16 @@ int main(void) {
           if (ci == 0 || ci == 2 || ci == 3) CHECK_CUDA(cudaMemsetAsync(flush, r & 0xFF, (size_t)flush_bytes, st));
           if (ci == 1) {
             Slices c = {{0}, flush_bytes, 1};
-            stride_read<<<grid, kThreads, 0, st>>>(clean, c, sink, times);
+            read_kernel<false><<<grid, kThreads, 0, st>>>(clean, c, sink, times);
           }
           if (ci == 2) touch_pages<<<64, 256, 0, st>>>(w, whole, sink);
           if (ci == 3) touch_pages<<<8, 32, 0, st>>>(w, s, sink);
-          if (ci == 4) stride_read<<<grid, kThreads, 0, st>>>(w, s, sink, times);
+          if (ci == 4) read_kernel<false><<<grid, kThreads, 0, st>>>(w, s, sink, times);
           CHECK_CUDA(cudaEventRecord(e0, st));
           if (ki == 0)
-            stride_read<<<grid, kThreads, 0, st>>>(w, s, sink, times);
+            read_kernel<false><<<grid, kThreads, 0, st>>>(w, s, sink, times);
           else
-            chunk_read<<<grid, kThreads, 0, st>>>(w, s, sink, times);
+            read_kernel<true><<<grid, kThreads, 0, st>>>(w, s, sink, times);
           CHECK_CUDA(cudaEventRecord(e1, st));
           CHECK_CUDA(cudaEventSynchronize(e1));
           CHECK_CUDA(cudaGetLastError());

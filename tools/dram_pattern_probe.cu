@@ -13,14 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#define CHECK_CUDA(x)                                                               \
-  do {                                                                              \
-    cudaError_t e_ = (x);                                                           \
-    if (e_ != cudaSuccess) {                                                        \
-      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      return 1;                                                                     \
-    }                                                                               \
-  } while (0)
+#include "probe_check.h"
 
 enum { kUnroll = 8, kThreads = 512 };
 
