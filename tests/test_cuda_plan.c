@@ -609,10 +609,12 @@ static void size_rule(void) {
     EXPECT(kernel_of(FP8MOE_GEMM1, 90, &p, ctx & ~FP8MOE_PLAN_NEEDS_DECODE_GRIDS) == FP8MOE_GEMM_STREAM_SM90,
            "%s: the stream pair where the register pair's grids do not fit", k[i].what);
   }
-  /* 1×128 group requantization (FP8_BLOCK128): qwen3-30b-a3b takes the stream pair from 128 GEMM2 units (T = 2) */
+  /* 1×128 group requantization (FP8_BLOCK128): qwen3-30b-a3b (I = 768) takes the stream pair from 1.5× the SMs in
+   * GEMM2 units (T = 4: 256 units; T = 2's 128 lose under skewed routing) */
   static const shape_case grouped[] = {
-      {1, 2048, 768, 128, 8, FP8MOE_GEMM_DECODE, "qwen3-30b-a3b block T=1 (64 units < 99)"},
-      {2, 2048, 768, 128, 8, FP8MOE_GEMM_STREAM_SM90, "qwen3-30b-a3b block T=2 (128 units)"},
+      {1, 2048, 768, 128, 8, FP8MOE_GEMM_DECODE, "qwen3-30b-a3b block T=1 (64 units)"},
+      {2, 2048, 768, 128, 8, FP8MOE_GEMM_DECODE, "qwen3-30b-a3b block T=2 (128 units < 198)"},
+      {4, 2048, 768, 128, 8, FP8MOE_GEMM_STREAM_SM90, "qwen3-30b-a3b block T=4 (256 units)"},
       {8, 2048, 768, 128, 8, FP8MOE_GEMM_STREAM_SM90, "qwen3-30b-a3b block T=8"},
       {1, 7168, 2048, 256, 8, FP8MOE_GEMM_STREAM_SM90, "deepseek-v3 block T=1"},
   };
@@ -632,14 +634,23 @@ static void size_rule(void) {
              kernel_of(FP8MOE_GEMM1, 90, &below_i, ctx) == FP8MOE_GEMM_DECODE,
          "I = %lld: the stream pair, I = %lld: the register pair", (long long)rule->stream_min_I,
          (long long)rule->stream_min_I - 16);
-  fp8moe_problem at_ig = problem(1, 4096, rule->stream_min_I_group, 128, 8, 0x10000),
-                 below_ig = problem(1, 4096, rule->stream_min_I_group - 16, 128, 8, 0x10000);
+  /* grouped: T = 2 at H = 4096 gives 16 experts × 16 = 256 units (≥ 198 on 132 SMs) */
+  fp8moe_problem at_ig = problem(2, 4096, rule->stream_min_I_group, 128, 8, 0x10000),
+                 below_ig = problem(2, 4096, rule->stream_min_I_group - 16, 128, 8, 0x10000);
   at_ig.requant = below_ig.requant = FP8MOE_REQUANT_GROUP;
   EXPECT(rule->stream_min_I_group < rule->stream_min_I &&
              kernel_of(FP8MOE_GEMM1, 90, &at_ig, ctx) == FP8MOE_GEMM_STREAM_SM90 &&
              kernel_of(FP8MOE_GEMM1, 90, &below_ig, ctx) == FP8MOE_GEMM_DECODE,
          "grouped requantization: I = %lld the stream pair, I = %lld the register pair",
          (long long)rule->stream_min_I_group, (long long)rule->stream_min_I_group - 16);
+  /* grouped, below stream_min_I: the units' threshold is stream_units_per_4_sms_group quarters of the SMs
+   * (qwen3-30b-a3b T = 4: 256 units pay on 170 SMs, not on 171) */
+  fp8moe_problem q4 = problem(4, 2048, 768, 128, 8, 0x10000);
+  q4.requant = FP8MOE_REQUANT_GROUP;
+  const uint32_t pays = FP8MOE_PLAN_NEEDS_STREAM_PAYS;
+  EXPECT(rule->stream_units_per_4_sms_group == 6 && (fp8moe_cuda_plan_offers(&q4, ctx, 170) & pays) &&
+             !(fp8moe_cuda_plan_offers(&q4, ctx, 171) & pays),
+         "qwen3-30b-a3b block T=4: 256 GEMM2 units pay on 170 SMs, not on 171");
   /* an expert-parallel shard counts its expected share of the routed rows: deepseek-v3 over 8 GPUs (E_local =
    * 32) at T = 1 has ~1 active local expert (28 units), at T = 8 ~8 (224 units) */
   fp8moe_problem shard1 = problem(1, 7168, 2048, 256, 8, 0x10000), shard8 = problem(8, 7168, 2048, 256, 8, 0x10000);

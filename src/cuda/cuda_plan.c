@@ -264,12 +264,15 @@ static int decode_shapes_ok(const fp8moe_problem* p) {
  * per expert on qwen3-30b-a3b and glm-4.5-air (64 and 128 rows: layer +5 to +15 %), tie on mixtral-8x7b at 128,
  * and win from 256 (1–8 %); at H = 7,168 they lose at 32 and 64 rows (deepseek-v3 per-tensor +13 % and +7 %,
  * block +6 % and 0) and win at 128 in block scales (layer −3 %, GEMM1 −7 %; per-tensor +2 %).
- * Session 24 (2026-12-04, "l" against none, qwen3-30b-a3b, I = 768): with 1×128 group requantization the stream
- * pair now wins from 128 GEMM2 units (T = 2: 53.4 against 58.6 µs, T = 8: 109 against 115), where the register
- * GEMM1 spends a fifth of its samples at its cluster barriers (ncu); per-tensor it still loses (T = 8: 104
- * against 100) or ties (T = 2), so the I threshold stays there. */
+ * Session 24 (2026-12-04, qwen3-30b-a3b, I = 768, none against "k", both routings): with 1×128 group
+ * requantization the stream pair wins from T = 4 (256 GEMM2 units by the estimate; uniform T = 4 81.6 against
+ * 85.2 µs, T = 8 109.1 against 114.9; skewed T = 4 52.4 against 53.2, T = 8 55.2 against 59.3), where the register
+ * GEMM1 spends a fifth of its samples at its cluster barriers (ncu); at T = 2 (128 units) it wins uniform (53.8
+ * against 58.5) but loses skewed (53.0 against 45.8: fewer experts hit, GEMM2 18 against 10 µs), so it needs 1.5×
+ * the SMs in units there; per-tensor it ties or loses (T = 8 99.6 against 99.9, earlier 104 against 100), so the
+ * I threshold stays 1,024 for the other requantizations. */
 static const fp8moe_size_rule k_size_rule = {
-    1024, 768, 3, 256, 7168, 128,
+    1024, 768, 6, 3, 256, 7168, 128,
     "the faster kernel of two that fit: stream pair and 128-row GEMM1 where they measured faster"};
 
 const fp8moe_size_rule* fp8moe_cuda_plan_size_rule(void) { return &k_size_rule; }
@@ -279,8 +282,9 @@ static int stream_pays(const fp8moe_problem* p, int32_t sm_count) {
   const int64_t tk = p->T * (int64_t)p->K, local = (tk * p->E_local + p->E - 1) / p->E;
   const int64_t active = local < p->E_local ? local : p->E_local;
   const int64_t units = active * ((p->H + FP8MOE_STREAM_UNIT_ROWS - 1) / FP8MOE_STREAM_UNIT_ROWS);
-  const int64_t min_I = p->requant == FP8MOE_REQUANT_GROUP ? k_size_rule.stream_min_I_group : k_size_rule.stream_min_I;
-  return p->I >= min_I && 4 * units >= (int64_t)k_size_rule.stream_units_per_4_sms * sm_count;
+  if (p->I >= k_size_rule.stream_min_I) return 4 * units >= (int64_t)k_size_rule.stream_units_per_4_sms * sm_count;
+  return p->requant == FP8MOE_REQUANT_GROUP && p->I >= k_size_rule.stream_min_I_group &&
+         4 * units >= (int64_t)k_size_rule.stream_units_per_4_sms_group * sm_count;
 }
 
 static int pairs_pay(const fp8moe_problem* p) {

@@ -143,14 +143,17 @@ int32_t fp8moe_cuda_plan_tile_m(int32_t cc, const fp8moe_problem* p);
  * "Size rules", docs/PERFORMANCE.md 2026-12-03). At ≤ ½ row per expert the stream pair is taken only where
  * I ≥ stream_min_I (smaller experts give units too short to amortize a unit's fixed costs), or I ≥
  * stream_min_I_group where the intermediate is requantized in 1×128 groups (the register pair's GEMM1 then
- * waits on its 8-CTA cluster's amax exchange, which the stream pair does inside one CTA), and the GEMM2
+ * waits on its 8-CTA cluster's amax exchange, which the stream pair does inside one CTA) and the units below
+ * reach stream_units_per_4_sms_group quarters of the SMs (skewed routing hits fewer experts than the estimate
+ * assumes, and these short units pay for it at the lower count), and the GEMM2
  * units of the active experts, min(⌈T·K·E_local/E⌉, E_local)·⌈H/FP8MOE_STREAM_UNIT_ROWS⌉ (an expert-parallel
  * shard's expected share), reach stream_units_per_4_sms quarters of the SM count (fewer are cut into
  * stream-K pieces that each pay a fixup); the 128-row GEMM1 only at ≥ pairs_min_rows rows per expert
  * (T·K/E), or ≥ pairs_min_rows_wide at H ≥ pairs_min_H. */
 typedef struct fp8moe_size_rule {
   int64_t stream_min_I;
-  int64_t stream_min_I_group; /* the same where p->requant is FP8MOE_REQUANT_GROUP */
+  int64_t stream_min_I_group;         /* below stream_min_I, where p->requant is FP8MOE_REQUANT_GROUP, ... */
+  int32_t stream_units_per_4_sms_group; /* ... with this many quarters of the SM count in GEMM2 units */
   int32_t stream_units_per_4_sms;
   int64_t pairs_min_rows;
   int64_t pairs_min_H;
