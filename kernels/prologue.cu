@@ -163,6 +163,44 @@ __device__ void build_slot_list(const fp8moe_permute_args& p, const int32_t* ids
   }
 }
 
+/* The slot list of a single token (T = 1, T·K ≤ 32) by warp 0 alone, lane i holding slot i's id: the outputs of
+ * build_slot_list (same rows, tiles, padding, slot_row) without its four block barriers, shared counters and
+ * cold code path, which a phase trace of the one-block prologue measured at ~2.5 µs of deepseek-v3's ~8.7 at
+ * T = 1 (docs/GPU.md "Small-T prologue"). Experts in ascending order: an expert's first tile is the sum of the
+ * tiles of the smaller local experts, taken over the group leaders (the lowest lane of each expert); its rows
+ * in slot order (the rank among the lanes holding it). */
+__device__ __forceinline__ void build_slot_list_warp(const fp8moe_permute_args& p, int32_t id) {
+  const int lane = threadIdx.x % 32;
+  const int32_t tile_m = p.tile_m, off = p.local_offset, n_local = p.E_local;
+  const uint32_t magic = tile_m == 1 ? 0u : 0xFFFFFFFFu / static_cast<uint32_t>(tile_m) + 1u;
+  const int32_t e = id - off;
+  const bool local = lane < p.TK && id >= 0 && e >= 0 && e < n_local;
+  const uint32_t peers = __match_any_sync(0xffffffffu, local ? e : -1);
+  const uint32_t below = (1u << lane) - 1u;
+  const int32_t rank = __popc(peers & below);
+  const bool leader = local && rank == 0;
+  const int32_t tiles = leader ? tiles_of(__popc(peers), tile_m, magic) : 0;
+  int32_t before = 0; /* tiles of the local experts smaller than this lane's */
+  for (int j = 0; j < p.TK; ++j) {
+    const int32_t tj = __shfl_sync(0xffffffffu, tiles, j), ej = __shfl_sync(0xffffffffu, e, j);
+    if (ej < e) before += tj; /* only leaders carry tiles, so each smaller expert counts once */
+  }
+  const int32_t total = __reduce_add_sync(0xffffffffu, static_cast<uint32_t>(tiles));
+  const int32_t start = before * tile_m;
+  if (lane == 0) *p.num_tiles = total;
+  if (leader) {
+    const int32_t count = __popc(peers);
+    for (int32_t j = 0; j < tiles; ++j) p.tile_expert[before + j] = e;
+    for (int32_t r = start + count; r < start + tiles * tile_m; ++r) p.sorted_slots[r] = -1;
+  }
+  if (local) {
+    p.sorted_slots[start + rank] = lane;
+    p.slot_row[lane] = start + rank;
+  } else if (lane < p.TK) {
+    p.slot_row[lane] = -1;
+  }
+}
+
 template <int PL, bool kV1>
 __global__ void __cluster_dims__(kRouteBlocks, 1, 1) __launch_bounds__(kThreads, 1) prologue_kernel(fp8moe_prologue_args a) {
   extern __shared__ int32_t smem[];
@@ -319,6 +357,15 @@ __global__ void __launch_bounds__(kBlockThreads, 1) prologue_block_kernel(fp8moe
         }
       }
     }
+  }
+  /* One token: warp 0 routed it (or took its ids) and holds every slot, so it builds the slot list alone and
+   * no other warp waits for it (block-uniform: T and TK are parameters). */
+  if (!kV1 && !quant_block && T == 1 && TK <= 32) {
+    if (warp != 0) return;
+    __syncwarp(); /* the intake's ids and skipped count, written by lanes of this warp */
+    if (a.pre.device_status && lane == 0) *a.pre.device_status = skipped; /* 0 when routing from logits */
+    build_slot_list_warp(a.perm, lane < TK ? ids[lane] : -1);
+    return;
   }
   __syncthreads(); /* block 0: every token's ids and the skipped count; a quantizing block: its token weight */
   if (quant_block) {

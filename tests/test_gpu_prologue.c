@@ -323,20 +323,27 @@ static void expert_parallel(suite* s) {
 /* PRECOMPUTED ids and weights; out-of-range ids are skipped and counted in device_status (the CPU refuses
  * them, so that case compares the two GPU paths only). */
 static void precomputed(suite* s) {
-  for (int run = 0; run < 4; ++run) { /* T = 9 (the cluster: T·K = 36 but T > 8), T = 2 (one block) */
+  /* T = 9 (the cluster: T·K = 36 but T > 8), T = 2 (one block), T = 1 (one block, warp 0's slot list alone: with
+   * ids out of range and one expert named twice) */
+  for (int run = 0; run < 6; ++run) {
     const int bad = run % 2;
+    const int64_t T = run < 2 ? 9 : run < 4 ? 2 : 1;
     pg_config c;
-    config(&c, FP8MOE_ROUTING_PRECOMPUTED, FP8MOE_QUANT_FP8_BLOCK128, run < 2 ? 9 : 2, 16, 4, 500 + (uint64_t)run);
+    config(&c, FP8MOE_ROUTING_PRECOMPUTED, FP8MOE_QUANT_FP8_BLOCK128, T, 16, 4, 500 + (uint64_t)run);
     c.ids_dtype = bad ? TEST_I64 : TEST_I32;
     c.topk_weights_dtype = TEST_BF16;
     pg_problem p;
     if (pg_generate(&p, &c) != 0) continue;
     if (bad) {
       const int64_t ids[3][3] = {{0, 1, -1}, {1, 3, 16}, {c.T - 1, 0, 1000000}}; /* t, k, id */
-      for (int b = 0; b < 3; ++b) pg_set(p.topk_ids, c.ids_dtype, ids[b][0] * c.K + ids[b][1], (double)ids[b][2]);
+      const int64_t one[3][3] = {{0, 1, -1}, {0, 2, 5}, {0, 3, 5}};              /* T = 1: −1, expert 5 twice */
+      for (int b = 0; b < 3; ++b) {
+        const int64_t* v = T == 1 ? one[b] : ids[b];
+        pg_set(p.topk_ids, c.ids_dtype, v[0] * c.K + v[1], (double)v[2]);
+      }
       pg_describe(&p);
     }
-    compare_paths(s, &p, bad ? "pre-oob" : "pre", !bad, bad ? 3 : 0);
+    compare_paths(s, &p, bad ? "pre-oob" : "pre", !bad, bad ? (T == 1 ? 1 : 3) : 0);
     pg_free(&p);
   }
 }
