@@ -20,8 +20,9 @@
  * (quantize_input.cu, amax_done).
  *
  * For the smallest T the host's rule (src/cuda/cuda_plan.c) takes prologue_block_kernel instead: no cluster;
- * block 0 (512 threads) routes token w with warp w into its own shared memory and builds the same slot list;
- * blocks 1..T quantize as above. Same device code for every output, so the same bits.
+ * block 0 (512 threads) routes token w with warp w into its own shared memory and builds the same slot list
+ * (at T = 1 warp 0 alone, build_slot_list_warp); blocks 1..T quantize as above. Same device code for every
+ * output except that one-warp slot list, which writes the same values.
  *
  * Ordering: launched in plain stream order, because it overwrites workspace (ids, slot lists, scalar words)
  * that the previous run's kernels may still read; its own allow_next() lets the next (PDL) kernel be
