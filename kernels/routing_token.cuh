@@ -304,9 +304,17 @@ __device__ __forceinline__ bool route_token(const fp8moe_routing_args& a, int64_
                method == FP8MOE_ROUTING_DEEPSEEK_V3) {
       /* One site for both (code size: every unrolled sigmoid is ~40 instructions): a sigmoid is never −0 or
        * NaN, so "+ 0" leaves it unchanged and the NaN test only ever fires for DeepSeek-V3's bias. */
+      float num[PL], den[PL];
+#pragma unroll
+      for (int j = 0; j < PL; ++j) fp8moe_rm_sigmoid_terms(logit[j], &num[j], &den[j]); /* the exps together */
+#pragma unroll
+      for (int j = 0; j < PL; ++j) asm volatile("" : "+f"(num[j]), "+f"(den[j])); /* see below */
+      /* The empty asm pins every term before the first division: without it ptxas sinks each exp into its
+       * division's slow-path region (BSSY … BSYNC in the SASS), one after another; with it the 8 exps of a
+       * DeepSeek-V3 lane share one region and interleave (docs/GPU.md "Small-T prologue", phase trace). */
 #pragma unroll
       for (int j = 0; j < PL; ++j) {
-        const float sg = fp8moe_rm_sigmoid(logit[j]);
+        const float sg = FP8MOE_RM_DIV(num[j], den[j]); /* = fp8moe_rm_sigmoid(logit[j]) */
         const float k2 = sg + (with_bias ? key[j] : 0.0f);
         key[j] = selectable[j] ? (isnan(k2) ? -INFINITY : k2) : -INFINITY;
         if (post_weight) logit[j] = sg; /* σ(s), the weight */
@@ -335,14 +343,18 @@ __device__ __forceinline__ bool route_token(const fp8moe_routing_args& a, int64_
       const uint32_t top = lanes_max(best);
       int owner;
       uint32_t idx;
+      bool mine; /* this lane owns the round's pick */
       const uint32_t tied = kV1 ? 0u : __ballot_sync(0xffffffffu, best == top);
       if (!kV1 && __popc(tied) == 1) {
-        /* One lane holds the maximum (the usual case): it is the owner; no second reduction. */
+        /* One lane holds the maximum (the usual case): it is the owner; no second reduction. It knows so from
+         * the ballot itself, so the next round's chain does not wait for the owner's lane number. */
         owner = __ffs(tied) - 1;
+        mine = (tied >> lane) & 1u;
         idx = static_cast<uint32_t>(owner + 32 * __shfl_sync(0xffffffffu, best_j, owner));
       } else {
         idx = lanes_min(best == top ? static_cast<uint32_t>(lane + 32 * best_j) : 0xFFFFFFFFu);
         owner = static_cast<int>(idx % 32);
+        mine = lane == owner;
       }
       const float ls = __shfl_sync(0xffffffffu, best_logit, owner);
       if (lane == k) {
@@ -350,10 +362,19 @@ __device__ __forceinline__ bool route_token(const fp8moe_routing_args& a, int64_
         my_valid = top > kOrderedMinusInf;
         s = ls;
       }
-      if (lane == owner) {
+      if (kV1) {
+        if (mine) {
 #pragma unroll
-        for (int j = 0; j < PL; ++j)
-          if (j == best_j) ord[j] = 0u;
+          for (int j = 0; j < PL; ++j)
+            if (j == best_j) ord[j] = 0u;
+          pick_lane_best<PL, kV1>(ord, logit, best, best_j, best_logit);
+        }
+      } else {
+        /* Every lane rescans, the owner without its pick: the others recompute the best they had (the same
+         * function of the same registers), and no lane diverges — a divergent owner branch cost each round a
+         * reconvergence (BSSY/BSYNC) on the critical path (docs/GPU.md "Small-T prologue", phase trace). */
+#pragma unroll
+        for (int j = 0; j < PL; ++j) ord[j] = mine && j == best_j ? 0u : ord[j];
         pick_lane_best<PL, kV1>(ord, logit, best, best_j, best_logit);
       }
       __syncwarp();

@@ -56,16 +56,20 @@ FP8MOE_RM_FN float fp8moe_rm_pow2(int32_t k) {
 #endif
 }
 
-/* e^x, within 1 ulp; +Inf past the overflow threshold, +0 past the underflow one, NaN stays NaN. */
+/* e^x, within 1 ulp; +Inf past the overflow threshold, +0 past the underflow one, NaN stays NaN.
+ * Branch-free: the polynomial runs on x clamped to [−104, 89] (x itself wherever the result is the
+ * polynomial's, so the same operations on the same values as the early-return form it replaced: every
+ * non-NaN float gives the same bits, exp and sigmoid, checked on the host over all 2^32 inputs; a NaN stays
+ * a NaN, its sign left to the compiler as before), and the special cases are selected at the end. On the GPU
+ * the routing evaluates one exp per register of a lane; without branches ptxas interleaves them instead of
+ * running each behind its own reconvergence point (docs/GPU.md "Small-T prologue", phase trace). */
 FP8MOE_RM_FN float fp8moe_rm_exp(float x) {
-  if (x != x) return x;
-  if (x > 89.0f) return INFINITY;  /* the scaling below overflows correctly up to here */
-  if (x < -104.0f) return 0.0f;    /* e^x < 2^-150: rounds to +0 */
+  const float xc = fminf(fmaxf(x, -104.0f), 89.0f); /* NaN → −104: its result is replaced below */
   /* n = round(x / ln 2), by the 1.5·2^23 shifter (one rounding: the fma is exact before it) */
   const float shifter = 12582912.0f;
-  float n = FP8MOE_RM_SUB(FP8MOE_RM_FMA(x, 1.44269502162933349609375f, shifter), shifter);
+  float n = FP8MOE_RM_SUB(FP8MOE_RM_FMA(xc, 1.44269502162933349609375f, shifter), shifter);
   /* r = x − n·ln 2 in two parts: |r| <= ~0.35 */
-  float r = FP8MOE_RM_FMA(n, -0.693145751953125f, x);
+  float r = FP8MOE_RM_FMA(n, -0.693145751953125f, xc);
   r = FP8MOE_RM_FMA(n, -1.428606765330187045e-06f, r);
   /* e^r = 1 + r + r²·P(r) */
   float p = 1.9875691500e-4f;
@@ -78,18 +82,31 @@ FP8MOE_RM_FN float fp8moe_rm_exp(float x) {
   /* × 2^n in two exact steps (n in [-150, 128]); only the last can round (into subnormals) or overflow */
   int32_t ni = (int32_t)n;
   int32_t n1 = ni / 2;
-  return FP8MOE_RM_MUL(FP8MOE_RM_MUL(y, fp8moe_rm_pow2(n1)), fp8moe_rm_pow2(ni - n1));
+  const float v = FP8MOE_RM_MUL(FP8MOE_RM_MUL(y, fp8moe_rm_pow2(n1)), fp8moe_rm_pow2(ni - n1));
+  /* past the overflow threshold +Inf (the scaling overflows correctly up to 89), below −104 +0 (e^x < 2^-150) */
+  const float limited = x > 89.0f ? INFINITY : x < -104.0f ? 0.0f : v;
+  return x != x ? x : limited;
 }
 
-/* 1 / (1 + e^−x) for x >= 0, e^x / (1 + e^x) below (e^−x would overflow past −88.7 while the result is
- * still a positive subnormal). Within 2.5 ulp (three roundings on exp's one ulp). NaN stays NaN. */
-FP8MOE_RM_FN float fp8moe_rm_sigmoid(float x) {
+/* The sigmoid's quotient before its division: *num / *den is fp8moe_rm_sigmoid(x). The GPU routing takes
+ * every register's terms first and divides after, so the exps (branch-free) interleave instead of each
+ * waiting behind the previous division's slow-path branch (kernels/routing_token.cuh). */
+FP8MOE_RM_FN void fp8moe_rm_sigmoid_terms(float x, float* num, float* den) {
   /* Both branches as one exp and one division with selected operands (the same operations on the same
    * values, so the same bits): the GPU routing unrolls this per register of a lane, and one inlined exp
    * instead of two halves its code (kernels/routing_token.cuh; docs/GPU.md "Small-T prologue"). */
   const int below = x < 0.0f;
   const float e = fp8moe_rm_exp(below ? x : -x);
-  return FP8MOE_RM_DIV(below ? e : 1.0f, FP8MOE_RM_ADD(1.0f, e));
+  *num = below ? e : 1.0f;
+  *den = FP8MOE_RM_ADD(1.0f, e);
+}
+
+/* 1 / (1 + e^−x) for x >= 0, e^x / (1 + e^x) below (e^−x would overflow past −88.7 while the result is
+ * still a positive subnormal). Within 2.5 ulp (three roundings on exp's one ulp). NaN stays NaN. */
+FP8MOE_RM_FN float fp8moe_rm_sigmoid(float x) {
+  float num, den;
+  fp8moe_rm_sigmoid_terms(x, &num, &den);
+  return FP8MOE_RM_DIV(num, den);
 }
 
 /* A softmax numerator, e^(x − max). */
