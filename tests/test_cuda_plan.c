@@ -574,17 +574,33 @@ static void route_v1_switch(void) {
   unsetenv("FP8MOE_CUDA_GEMM_FALLBACK");
 }
 
+typedef struct {
+  int64_t T, H, I;
+  int32_t E, K, kernel; /* the kernel each GEMM (the stream or register pair) / GEMM1 should take */
+  const char* what;
+} shape_case;
+
+/* One TINY point of the size rule with the given requantization: the rule's pick for both GEMMs, and the stream
+ * pair wherever the context offers it everywhere ("l") or the register pair's grids do not fit. */
+static void tiny_case(const shape_case* c, int32_t requant, uint32_t ctx) {
+  fp8moe_problem p = problem(c->T, c->H, c->I, c->E, c->K, 0x10000);
+  p.requant = requant;
+  EXPECT(fp8moe_cuda_plan_regime(&p) == FP8MOE_M_TINY, "%s: TINY (the rule's regime)", c->what);
+  EXPECT(kernel_of(FP8MOE_GEMM1, 90, &p, ctx) == c->kernel && kernel_of(FP8MOE_GEMM2, 90, &p, ctx) == c->kernel,
+         "%s: kernel %d expected, got %d / %d", c->what, (int)c->kernel, (int)kernel_of(FP8MOE_GEMM1, 90, &p, ctx),
+         (int)kernel_of(FP8MOE_GEMM2, 90, &p, ctx));
+  EXPECT(kernel_of(FP8MOE_GEMM1, 90, &p, ctx | FP8MOE_PLAN_NEEDS_STREAM_PAYS) == FP8MOE_GEMM_STREAM_SM90,
+         "%s: the stream pair where the context offers it everywhere (l)", c->what);
+  EXPECT(kernel_of(FP8MOE_GEMM1, 90, &p, ctx & ~FP8MOE_PLAN_NEEDS_DECODE_GRIDS) == FP8MOE_GEMM_STREAM_SM90,
+         "%s: the stream pair where the register pair's grids do not fit", c->what);
+}
+
 /* The size rule (src/cuda/cuda_plan.c k_size_rule) on the bench's model shapes (T, H, I, E, K) and 132 SMs: the
  * rule's pick at the points measured on an H200 (docs/GPU.md "Size rules": each the faster kernel there or
  * within ~2 %), and each threshold's edge, read from the rule. */
 static void size_rule(void) {
   const uint32_t ctx = FP8MOE_PLAN_NEEDS_TMA_ENC | FP8MOE_PLAN_NEEDS_SM90_GEMM1 | FP8MOE_PLAN_NEEDS_SM90_GEMM2 |
                        FP8MOE_PLAN_NEEDS_DECODE_GRIDS | FP8MOE_PLAN_NEEDS_STREAM | FP8MOE_PLAN_NEEDS_GEMM1_PAIRS;
-  typedef struct {
-    int64_t T, H, I;
-    int32_t E, K, kernel; /* the kernel each GEMM (the stream or register pair) / GEMM1 should take */
-    const char* what;
-  } shape_case;
   static const shape_case k[] = {
       {1, 7168, 2048, 256, 8, FP8MOE_GEMM_STREAM_SM90, "deepseek-v3 T=1"},
       {16, 7168, 2048, 256, 8, FP8MOE_GEMM_STREAM_SM90, "deepseek-v3 T=16"},
@@ -598,17 +614,7 @@ static void size_rule(void) {
       {5, 5120, 8192, 16, 1, FP8MOE_GEMM_STREAM_SM90, "llama4-scout T=5 (100 units >= 99)"},
       {1, 4096, 14336, 8, 2, FP8MOE_GEMM_DECODE, "mixtral-8x7b T=1 (32 units)"},
   };
-  for (size_t i = 0; i < sizeof k / sizeof k[0]; ++i) {
-    const fp8moe_problem p = problem(k[i].T, k[i].H, k[i].I, k[i].E, k[i].K, 0x10000);
-    EXPECT(fp8moe_cuda_plan_regime(&p) == FP8MOE_M_TINY, "%s: TINY (the rule's regime)", k[i].what);
-    EXPECT(kernel_of(FP8MOE_GEMM1, 90, &p, ctx) == k[i].kernel && kernel_of(FP8MOE_GEMM2, 90, &p, ctx) == k[i].kernel,
-           "%s: kernel %d expected, got %d / %d", k[i].what, (int)k[i].kernel,
-           (int)kernel_of(FP8MOE_GEMM1, 90, &p, ctx), (int)kernel_of(FP8MOE_GEMM2, 90, &p, ctx));
-    EXPECT(kernel_of(FP8MOE_GEMM1, 90, &p, ctx | FP8MOE_PLAN_NEEDS_STREAM_PAYS) == FP8MOE_GEMM_STREAM_SM90,
-           "%s: the stream pair where the context offers it everywhere (l)", k[i].what);
-    EXPECT(kernel_of(FP8MOE_GEMM1, 90, &p, ctx & ~FP8MOE_PLAN_NEEDS_DECODE_GRIDS) == FP8MOE_GEMM_STREAM_SM90,
-           "%s: the stream pair where the register pair's grids do not fit", k[i].what);
-  }
+  for (size_t i = 0; i < sizeof k / sizeof k[0]; ++i) tiny_case(&k[i], FP8MOE_REQUANT_STATIC, ctx);
   /* 1×128 group requantization (FP8_BLOCK128): qwen3-30b-a3b (I = 768) takes the stream pair from 1.5× the SMs in
    * GEMM2 units (T = 4: 256 units; T = 2's 128 lose under skewed routing) */
   static const shape_case grouped[] = {
@@ -618,14 +624,7 @@ static void size_rule(void) {
       {8, 2048, 768, 128, 8, FP8MOE_GEMM_STREAM_SM90, "qwen3-30b-a3b block T=8"},
       {1, 7168, 2048, 256, 8, FP8MOE_GEMM_STREAM_SM90, "deepseek-v3 block T=1"},
   };
-  for (size_t i = 0; i < sizeof grouped / sizeof grouped[0]; ++i) {
-    fp8moe_problem p = problem(grouped[i].T, grouped[i].H, grouped[i].I, grouped[i].E, grouped[i].K, 0x10000);
-    p.requant = FP8MOE_REQUANT_GROUP;
-    EXPECT(kernel_of(FP8MOE_GEMM1, 90, &p, ctx) == grouped[i].kernel &&
-               kernel_of(FP8MOE_GEMM2, 90, &p, ctx) == grouped[i].kernel,
-           "%s: kernel %d expected, got %d", grouped[i].what, (int)grouped[i].kernel,
-           (int)kernel_of(FP8MOE_GEMM1, 90, &p, ctx));
-  }
+  for (size_t i = 0; i < sizeof grouped / sizeof grouped[0]; ++i) tiny_case(&grouped[i], FP8MOE_REQUANT_GROUP, ctx);
   /* the I thresholds' edges, at 128 GEMM2 units: per-tensor (static) and grouped requantization */
   const fp8moe_size_rule* rule = fp8moe_cuda_plan_size_rule();
   const fp8moe_problem at_i = problem(1, 4096, rule->stream_min_I, 128, 8, 0x10000),
