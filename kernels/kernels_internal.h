@@ -133,6 +133,7 @@ int fp8moe_launch_quantize_input(const fp8moe_quantize_input_args* a, cudaStream
  * token w with warp w and builds the slot list in its own shared memory; blocks 1..T quantize one token each. */
 #define FP8MOE_PROLOGUE_BLOCK_THREADS 512
 #define FP8MOE_PROLOGUE_BLOCK_MAX_TOKENS 16    /* one token per warp of block 0 */
+#define FP8MOE_PROLOGUE_TEAM_MAX_EXPERTS 512   /* team: one expert per lane of block 0's 16 warps (T = 1) */
 typedef struct fp8moe_prologue_args {
   int32_t precomputed;             /* 1: pre, else r */
   int32_t quantize;                /* 1: q (one block per token), 0: the hidden states are e4m3 already */
@@ -146,6 +147,8 @@ typedef struct fp8moe_prologue_args {
   uint32_t* zero_rows;             /* per-row amax zeroed by every block (NULL: none) */
   int64_t n_zero_rows;
   int32_t warm_code;               /* 1: idle routing warps run route_token's later phases early (code warming) */
+  int32_t team;                    /* 1: the one-block variant routes its one token with a team of warps
+                                      (routing_team.cuh; the host's rule: fp8moe_cuda_plan_prologue_team) */
 } fp8moe_prologue_args;
 int fp8moe_launch_prologue(const fp8moe_prologue_args* a, cudaStream_t stream);
 /* At context creation: *usable = 1 when the routing cluster fits the current device (else the host keeps the

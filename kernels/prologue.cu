@@ -34,6 +34,7 @@
 #include "pdl.cuh"
 #include "precomputed_slot.cuh"
 #include "quantize_token.cuh"
+#include "routing_team.cuh"
 #include "routing_token.cuh"
 
 namespace fp8moe {
@@ -288,6 +289,13 @@ __global__ void __cluster_dims__(kRouteBlocks, 1, 1) __launch_bounds__(kThreads,
   build_slot_list<kThreads, kV1>(a.perm, ids, count, start, cursor);
 }
 
+/* The one-block variant's dynamic shared memory: the ids and the three per-expert arrays, then (16-byte aligned)
+ * the routing scratch — the team's (routing_team.cuh), or the group keys of the warps that run route_token (T
+ * routing warps and up to kPhaseWeights warming ones, warm_phase), not of all 16. */
+__host__ __device__ constexpr size_t block_keys_offset(int32_t TK, int32_t E_local) {
+  return ((static_cast<size_t>(TK) + 3 * static_cast<size_t>(E_local)) * sizeof(int32_t) + 15) / 16 * 16;
+}
+
 /* The one-block variant for the smallest T (docs/GPU.md "Small-T prologue"): block 0 (16 warps) routes token w
  * with warp w into its own shared memory and builds the slot list there; blocks 1..T quantize token b−1 each,
  * exactly as the cluster's quantizing blocks do (they never wait for block 0). What it leaves out is the
@@ -308,7 +316,9 @@ __global__ void __launch_bounds__(kBlockThreads, 1) prologue_block_kernel(fp8moe
   int32_t* count = ids + TK;              /* [E_local] */
   int32_t* start = count + n_local;       /* [E_local] */
   int32_t* cursor = start + n_local;      /* [E_local] */
-  float* gkey = reinterpret_cast<float*>(cursor + n_local); /* [kBlockWarps × E] when groups are limited */
+  /* then (block_keys_offset) either the team's scratch or route_token's group keys, [key_warps × E] */
+  char* keys = reinterpret_cast<char*>(smem) + block_keys_offset(TK, n_local);
+  float* gkey = reinterpret_cast<float*>(keys);
 
   const bool quant_block = blockIdx.x > 0; /* uniform per block: the barriers below are block-uniform */
   const int32_t qt = static_cast<int32_t>(blockIdx.x) - 1; /* a quantizing block's token */
@@ -338,6 +348,17 @@ __global__ void __launch_bounds__(kBlockThreads, 1) prologue_block_kernel(fp8moe
     } else if (a.q.token_weight && tid == 0) {
       int32_t e;
       precomputed_slot(a.pre, qt, 0, &e, &token_wt);
+    }
+  } else if (a.team && !kV1 && !quant_block) {
+    /* One token (a.team: T = 1, the host's rule fp8moe_cuda_plan_prologue_team): warps 0..⌈E/32⌉−1 route it
+     * together (routing_team.cuh); warp 0 ends up holding its slots, as after route_token below. */
+    if (warp < team_warps(a.r.E)) {
+      int32_t e;
+      float w;
+      if (route_token_team(a.r, 0, *reinterpret_cast<team_shared*>(keys), &e, &w)) {
+        store_route(a.r, 0, lane, e, w);
+        ids[lane] = e;
+      }
     }
   } else {
     /* Block 0: warp w routes token w. A quantizing block whose token weight applies to the input: warp 0 routes
@@ -385,8 +406,9 @@ template <int PL>
 cudaError_t launch_block(const fp8moe_prologue_args& a, cudaStream_t stream) {
   const int32_t T = a.precomputed ? a.pre.T : a.r.T;
   const bool grouped = !a.precomputed && is_grouped(a.r);
-  const size_t smem = (static_cast<size_t>(a.perm.TK) + 3 * static_cast<size_t>(a.perm.E_local)) * sizeof(int32_t) +
-                      (grouped ? static_cast<size_t>(kBlockWarps) * a.r.E * sizeof(float) : 0);
+  const int key_warps = T + kPhaseWeights < kBlockWarps ? T + kPhaseWeights : kBlockWarps;
+  const size_t smem = block_keys_offset(a.perm.TK, a.perm.E_local) +
+                      (a.team ? sizeof(team_shared) : grouped ? static_cast<size_t>(key_warps) * a.r.E * sizeof(float) : 0);
   const unsigned blocks = 1u + (a.quantize ? static_cast<unsigned>(T) : 0u);
   if (a.r.v1)
     prologue_block_kernel<PL, true><<<blocks, kBlockThreads, smem, stream>>>(a);
@@ -419,7 +441,12 @@ extern "C" int fp8moe_launch_prologue(const fp8moe_prologue_args* a, cudaStream_
   const int32_t T = a->precomputed ? a->pre.T : a->r.T;
   const int32_t E = a->precomputed ? a->pre.E : a->r.E;
   if (T == 0) return cudaSuccess;
-  if (T > FP8MOE_PROLOGUE_MAX_TOKENS || a->perm.TK > FP8MOE_PROLOGUE_MAX_ROWS || E > FP8MOE_PROLOGUE_MAX_EXPERTS ||
+  /* A team routes one token of up to 512 experts, one per lane; only route_token (8 per lane at most) bounds E
+   * elsewhere, and a quantizing block that weights its input routes with route_token. */
+  const bool team = a->team && a->single_block && T == 1 && !a->precomputed && !a->r.v1 && a->r.K <= 32;
+  const bool wide = team && E <= FP8MOE_PROLOGUE_TEAM_MAX_EXPERTS && !(a->quantize && a->q.token_weight);
+  if (T > FP8MOE_PROLOGUE_MAX_TOKENS || a->perm.TK > FP8MOE_PROLOGUE_MAX_ROWS ||
+      (E > FP8MOE_PROLOGUE_MAX_EXPERTS && !wide) || (a->team && !team) ||
       a->perm.E_local > E || a->n_zero_words > kThreads ||
       (a->single_block && (T > FP8MOE_PROLOGUE_BLOCK_MAX_TOKENS || a->n_zero_words > kBlockThreads)))
     return cudaErrorInvalidValue; /* the host's rule (cuda_plan.c) never asks for this */

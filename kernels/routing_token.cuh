@@ -107,6 +107,29 @@ __device__ __forceinline__ void merge_top2(float& b1, float& b2, float c1, float
   b2 = fmaxf(lo, fmaxf(b2, c2));
 }
 
+/* The group rounds of DeepSeek-V3's limiting, by one warp whose lane g < G holds group g's score: topk_group
+ * rounds pick the lowest-index unpicked group when its score is NaN, else the largest non-NaN unpicked score
+ * (ties to the lower index). Returns the mask of the groups left unpicked (bit g). Shared by limit_groups
+ * (one warp per token) and route_token_team (routing_team.cuh), so both limit alike. */
+__device__ __forceinline__ uint32_t pick_groups(float score, int32_t G, int32_t topk_group, int lane) {
+  const bool real = lane < G;
+  const uint32_t nan_groups = __ballot_sync(0xffffffffu, real && isnan(score));
+  const uint32_t all_groups = G >= 32 ? 0xffffffffu : ((1u << G) - 1u);
+  uint32_t unpicked = all_groups;
+  for (int32_t r = 0; r < topk_group && r < G; ++r) {
+    const int first = __ffs(unpicked) - 1;
+    int pick = first;
+    if (!((nan_groups >> first) & 1u)) {
+      const bool cand = real && ((unpicked >> lane) & 1u) && !((nan_groups >> lane) & 1u);
+      const uint32_t w = cand ? order_word(score) : 0u;
+      const uint32_t m = lanes_max(w);
+      pick = static_cast<int>(lanes_min(cand && w == m ? static_cast<uint32_t>(lane) : 32u));
+    }
+    unpicked &= ~(1u << pick);
+  }
+  return unpicked;
+}
+
 /* DeepSeek-V3 group limiting, exactly as the CPU backend (src/cpu/cpu_routing.c limit_groups): a group's
  * score is the sum of its two largest keys (its key when a group has one expert); topk_group rounds pick the
  * lowest-index unpicked group when its score is NaN, else the largest non-NaN unpicked score (ties to the
@@ -140,21 +163,7 @@ __device__ __forceinline__ void limit_groups(const fp8moe_routing_args& a, int l
   /* lane g (< G) takes group g's score from the group's first sub lane */
   const float mine = gs >= 2 ? b1 + b2 : b1;
   const float score = __shfl_sync(0xffffffffu, mine, (lane < G ? lane : 0) * sub);
-  const bool real = lane < G;
-  const uint32_t nan_groups = __ballot_sync(0xffffffffu, real && isnan(score));
-  const uint32_t all_groups = G >= 32 ? 0xffffffffu : ((1u << G) - 1u);
-  uint32_t unpicked = all_groups;
-  for (int32_t r = 0; r < a.topk_group && r < G; ++r) {
-    const int first = __ffs(unpicked) - 1;
-    int pick = first;
-    if (!((nan_groups >> first) & 1u)) {
-      const bool cand = real && ((unpicked >> lane) & 1u) && !((nan_groups >> lane) & 1u);
-      const uint32_t w = cand ? order_word(score) : 0u;
-      const uint32_t m = lanes_max(w);
-      pick = static_cast<int>(lanes_min(cand && w == m ? static_cast<uint32_t>(lane) : 32u));
-    }
-    unpicked &= ~(1u << pick);
-  }
+  const uint32_t unpicked = pick_groups(score, G, a.topk_group, lane);
   __syncwarp(); /* gkey is free for the next token */
   /* e / gs by one multiply-high instead of PL integer divisions (~30 instructions each, ~260 of the
    * DeepSeek-V3 path at PL = 8). M = ⌈2^32 / gs⌉, so M·gs = 2^32 + r with 0 ≤ r < gs; for e = q·gs + s
@@ -235,6 +244,57 @@ __device__ __forceinline__ void pick_lane_best(const uint32_t (&ord)[PL], const 
 __device__ __forceinline__ bool weight_is_post(int32_t m) {
   return softmax_over_all(m) || m == FP8MOE_ROUTING_SIGMOID || m == FP8MOE_ROUTING_SIGMOID_RENORM ||
          m == FP8MOE_ROUTING_DEEPSEEK_V3;
+}
+
+/* Slot lane's final weight (× routed_scaling_factor) from the selected expert's value s (the sanitized logit,
+ * or its post value where post_weight: weight_is_post), valid when its key was above −Inf (else a weight-0
+ * filler); m and denom: the softmax over all experts' maximum and denominator (those methods only). Sums run
+ * in slot order. Warp-collective (renormalizing methods shuffle); lanes ≥ K return 0. */
+template <bool kV1>
+__device__ __forceinline__ float slot_weight(const fp8moe_routing_args& a, int lane, bool valid, float s, float m,
+                                             float denom, bool post_weight) {
+  const int32_t method = a.method;
+  const bool sel = valid && lane < a.K;
+  float w = 0.0f;
+  if (post_weight) {
+    w = sel ? s : 0.0f;
+  } else {
+    switch (method) {
+      case FP8MOE_ROUTING_DEFAULT:
+      case FP8MOE_ROUTING_RENORMALIZE_NAIVE: w = sel ? fp8moe_rm_exp(s - m) / denom : 0.0f; break;
+      case FP8MOE_ROUTING_RENORMALIZE: {
+        const float mk = warp_max(sel ? s : -INFINITY);
+        w = sel ? fp8moe_rm_exp(s - mk) : 0.0f;
+        break;
+      }
+      case FP8MOE_ROUTING_TOPK: w = sel ? s : 0.0f; break;
+      default: w = sel ? fp8moe_rm_sigmoid(s) : 0.0f; break; /* every sigmoid-weighted method */
+    }
+  }
+  const bool renorm = method == FP8MOE_ROUTING_RENORMALIZE_NAIVE || method == FP8MOE_ROUTING_SIGMOID_RENORM ||
+                      method == FP8MOE_ROUTING_DEEPSEEK_V3 || method == FP8MOE_ROUTING_RENORMALIZE;
+  if (renorm) {
+    float sum = 0.0f;
+    if (kV1) {
+      for (int32_t k = 0; k < a.K; ++k) sum += __shfl_sync(0xffffffffu, w, k);
+    } else {
+      /* The same additions in slot order; the shuffles of 8 slots are issued together instead of one
+       * shuffle's latency per slot. */
+      for (int32_t k0 = 0; k0 < a.K; k0 += 8) {
+        float v[8];
+#pragma unroll
+        for (int i = 0; i < 8; ++i) v[i] = __shfl_sync(0xffffffffu, w, (k0 + i) & 31);
+#pragma unroll
+        for (int i = 0; i < 8; ++i)
+          if (k0 + i < a.K) sum += v[i];
+      }
+    }
+    if (method == FP8MOE_ROUTING_RENORMALIZE)
+      w = sel ? w / sum : 0.0f; /* a selectable slot makes sum ≥ 1 */
+    else
+      w = w / (sum + 1e-20f);
+  }
+  return w * a.scale;
 }
 
 /* The phases of route_token, in order; route_token(…, from) starts at phase `from`. */
@@ -381,51 +441,9 @@ __device__ __forceinline__ bool route_token(const fp8moe_routing_args& a, int64_
     }
   }
 
-  /* Weights: lane k computes slot k from its own logit; sums run in slot order. */
-  const bool active = lane < a.K;
-  const bool sel = my_valid && active;
-  float w = 0.0f;
-  if (post_weight) {
-    w = sel ? s : 0.0f;
-  } else {
-    switch (method) {
-      case FP8MOE_ROUTING_DEFAULT:
-      case FP8MOE_ROUTING_RENORMALIZE_NAIVE: w = sel ? fp8moe_rm_exp(s - m) / denom : 0.0f; break;
-      case FP8MOE_ROUTING_RENORMALIZE: {
-        const float mk = warp_max(sel ? s : -INFINITY);
-        w = sel ? fp8moe_rm_exp(s - mk) : 0.0f;
-        break;
-      }
-      case FP8MOE_ROUTING_TOPK: w = sel ? s : 0.0f; break;
-      default: w = sel ? fp8moe_rm_sigmoid(s) : 0.0f; break; /* every sigmoid-weighted method */
-    }
-  }
-  const bool renorm = method == FP8MOE_ROUTING_RENORMALIZE_NAIVE || method == FP8MOE_ROUTING_SIGMOID_RENORM ||
-                      method == FP8MOE_ROUTING_DEEPSEEK_V3 || method == FP8MOE_ROUTING_RENORMALIZE;
-  if (renorm) {
-    float sum = 0.0f;
-    if (kV1) {
-      for (int32_t k = 0; k < a.K; ++k) sum += __shfl_sync(0xffffffffu, w, k);
-    } else {
-      /* The same additions in slot order; the shuffles of 8 slots are issued together instead of one
-       * shuffle's latency per slot. */
-      for (int32_t k0 = 0; k0 < a.K; k0 += 8) {
-        float v[8];
-#pragma unroll
-        for (int i = 0; i < 8; ++i) v[i] = __shfl_sync(0xffffffffu, w, (k0 + i) & 31);
-#pragma unroll
-        for (int i = 0; i < 8; ++i)
-          if (k0 + i < a.K) sum += v[i];
-      }
-    }
-    if (method == FP8MOE_ROUTING_RENORMALIZE)
-      w = sel ? w / sum : 0.0f; /* a selectable slot makes sum ≥ 1 */
-    else
-      w = w / (sum + 1e-20f);
-  }
   *e_out = my_e;
-  *w_out = w * a.scale;
-  return active;
+  *w_out = slot_weight<kV1>(a, lane, my_valid, s, m, denom, post_weight);
+  return lane < a.K;
 }
 
 /* Writes slot k = lane of token t: the workspace ids/weights and the optional host outputs. */

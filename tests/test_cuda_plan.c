@@ -300,7 +300,7 @@ static void sm90_variants(void) {
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "quo", 1);
   EXPECT(variant_is(serial, column, column), "FALLBACK=quo: the 6a0a67b kernels' loop and orders");
   const uint32_t sm90 = FP8MOE_PLAN_NEEDS_SM90_GEMM1 | FP8MOE_PLAN_NEEDS_SM90_GEMM2;
-  const uint32_t all_prologues = FP8MOE_PROLOGUE_CLUSTER | FP8MOE_PROLOGUE_BLOCK;
+  const uint32_t all_prologues = FP8MOE_PROLOGUE_CLUSTER | FP8MOE_PROLOGUE_BLOCK | FP8MOE_PROLOGUE_TEAM;
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "qroumn", 1);
   EXPECT((fp8moe_cuda_plan_context_offers(1, 1, 1) & (sm90 | FP8MOE_PLAN_NEEDS_STREAM)) ==
                  (sm90 | FP8MOE_PLAN_NEEDS_STREAM) &&
@@ -468,15 +468,87 @@ static void prologue_rule(void) {
   EXPECT(fp8moe_cuda_plan_prologue(&p, both) == FP8MOE_PROLOGUE_SEPARATE, "E = 384 past %d experts: separate",
          (int)r->max_experts);
   unsetenv("FP8MOE_CUDA_GEMM_FALLBACK");
-  EXPECT(fp8moe_cuda_plan_context_prologue() == both, "default: both variants offered");
+  const uint32_t all = both | FP8MOE_PROLOGUE_TEAM;
+  EXPECT(fp8moe_cuda_plan_context_prologue() == all, "default: both variants and the team offered");
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "12", 1);
-  EXPECT(fp8moe_cuda_plan_context_prologue() == both, "FALLBACK=12: both variants still offered");
+  EXPECT(fp8moe_cuda_plan_context_prologue() == all, "FALLBACK=12: both variants and the team still offered");
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "t", 1);
+  EXPECT(fp8moe_cuda_plan_context_prologue() == both, "FALLBACK=t: both variants, no team");
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "w", 1);
+  EXPECT(fp8moe_cuda_plan_context_prologue() == both, "FALLBACK=w: both variants, no team (the previous sequences)");
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "dc", 1);
   EXPECT(fp8moe_cuda_plan_context_prologue() == FP8MOE_PROLOGUE_CLUSTER, "FALLBACK=dc: the cluster only");
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "dp", 1);
   EXPECT(fp8moe_cuda_plan_context_prologue() == FP8MOE_PROLOGUE_SEPARATE, "FALLBACK=dp: separate launches");
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "cp", 1);
   EXPECT(fp8moe_cuda_plan_context_prologue() == FP8MOE_PROLOGUE_SEPARATE, "FALLBACK=cp: p wins, separate");
+  unsetenv("FP8MOE_CUDA_GEMM_FALLBACK");
+}
+
+/* The prologue's team rule (kernels/routing_team.cuh): T = 1 in the one-block variant with the team offered, E
+ * within the team's bounds (by default only past route_token's max_experts; with FALLBACK 'a' from
+ * team_any_min_experts), K ≤ 32, a logit-reading method, limited DeepSeek-V3 groups of exactly 32 experts; past
+ * max_experts the one-block variant only with a team and the weight on the output. */
+static void prologue_team_rule(void) {
+  const uint32_t both = FP8MOE_PROLOGUE_CLUSTER | FP8MOE_PROLOGUE_BLOCK, all = both | FP8MOE_PROLOGUE_TEAM,
+                 any = all | FP8MOE_PROLOGUE_TEAM_ANY;
+  const fp8moe_prologue_rule* r = fp8moe_cuda_plan_prologue_rule();
+  EXPECT(r->team_any_min_experts > 32 && r->team_any_min_experts <= r->team_min_experts &&
+             r->team_min_experts > r->max_experts && r->team_max_experts >= r->team_min_experts &&
+             r->team_max_experts <= FP8MOE_PROLOGUE_TEAM_MAX_EXPERTS,
+         "team bounds %d (any: %d)..%d: more than one warp, past route_token's %d by default, inside the kernel's %d",
+         (int)r->team_min_experts, (int)r->team_any_min_experts, (int)r->team_max_experts, (int)r->max_experts,
+         FP8MOE_PROLOGUE_TEAM_MAX_EXPERTS);
+  fp8moe_problem p = problem(1, 7168, 2048, 256, 8, 0x10000);
+  p.routing_method = FP8MOE_ROUTING_DEEPSEEK_V3;
+  p.n_group = 8;
+  p.topk_group = 4;
+  EXPECT(fp8moe_cuda_plan_prologue_team(&p, all) == 0 && fp8moe_cuda_plan_prologue(&p, all) == FP8MOE_PROLOGUE_BLOCK,
+         "deepseek-v3 T=1: one block, route_token");
+  EXPECT(fp8moe_cuda_plan_prologue_team(&p, any) == 1 && fp8moe_cuda_plan_prologue(&p, any) == FP8MOE_PROLOGUE_BLOCK,
+         "deepseek-v3 T=1 with FALLBACK=a: one block, a team");
+  EXPECT(fp8moe_cuda_plan_prologue_team(&p, both | FP8MOE_PROLOGUE_TEAM_ANY) == 0 &&
+             fp8moe_cuda_plan_prologue_team(&p, FP8MOE_PROLOGUE_TEAM | FP8MOE_PROLOGUE_TEAM_ANY) == 0,
+         "no team where the team or the one-block variant is not offered");
+  p.n_group = 16;
+  EXPECT(fp8moe_cuda_plan_prologue_team(&p, any) == 0 && fp8moe_cuda_plan_prologue(&p, any) == FP8MOE_PROLOGUE_BLOCK,
+         "groups of 16 experts: one block, route_token");
+  p.topk_group = 16;
+  EXPECT(fp8moe_cuda_plan_prologue_team(&p, any) == 1, "groups that do not limit (topk_group = n_group): a team");
+  p.T = 2;
+  EXPECT(fp8moe_cuda_plan_prologue_team(&p, any) == 0, "T = 2: no team");
+  p = problem(1, 7168, 2048, 384, 8, 0x10000); /* kimi-k2 */
+  p.routing_method = FP8MOE_ROUTING_DEEPSEEK_V3;
+  p.n_group = p.topk_group = 1;
+  EXPECT(fp8moe_cuda_plan_prologue(&p, all) == FP8MOE_PROLOGUE_BLOCK, "kimi-k2 T=1 (E = 384): one block, a team");
+  EXPECT(fp8moe_cuda_plan_prologue(&p, both) == FP8MOE_PROLOGUE_SEPARATE, "E = 384 without the team: separate");
+  p.weight_on_input = 1;
+  EXPECT(fp8moe_cuda_plan_prologue(&p, any) == FP8MOE_PROLOGUE_SEPARATE, "E = 384, weight on the input: separate");
+  p.weight_on_input = 0;
+  p.n_group = 8;
+  p.topk_group = 4;
+  EXPECT(fp8moe_cuda_plan_prologue(&p, any) == FP8MOE_PROLOGUE_SEPARATE, "E = 384 in groups of 48: separate");
+  p.n_group = 12;
+  EXPECT(fp8moe_cuda_plan_prologue(&p, all) == FP8MOE_PROLOGUE_BLOCK, "E = 384 in groups of 32: a team");
+  p.T = 2;
+  EXPECT(fp8moe_cuda_plan_prologue(&p, any) == FP8MOE_PROLOGUE_SEPARATE, "E = 384 at T = 2: separate");
+  p = problem(1, 4096, 1024, r->team_max_experts + 1, 8, 0x10000);
+  EXPECT(fp8moe_cuda_plan_prologue(&p, any) == FP8MOE_PROLOGUE_SEPARATE, "E past the team: separate");
+  p = problem(1, 4096, 1024, r->team_max_experts, 8, 0x10000);
+  EXPECT(fp8moe_cuda_plan_prologue(&p, all) == FP8MOE_PROLOGUE_BLOCK, "E = %d (softmax over all): a team",
+         (int)p.E);
+  p.routing_method = FP8MOE_ROUTING_PRECOMPUTED;
+  EXPECT(fp8moe_cuda_plan_prologue_team(&p, any) == 0 && fp8moe_cuda_plan_prologue(&p, any) == FP8MOE_PROLOGUE_SEPARATE,
+         "PRECOMPUTED: no team");
+  p = problem(1, 4096, 14336, r->team_any_min_experts - 1, 2, 0x10000);
+  EXPECT(fp8moe_cuda_plan_prologue_team(&p, any) == 0 && fp8moe_cuda_plan_prologue(&p, any) == FP8MOE_PROLOGUE_BLOCK,
+         "one warp of experts: one block, route_token");
+  p = problem(1, 4096, 1024, 128, 33, 0x10000);
+  EXPECT(fp8moe_cuda_plan_prologue_team(&p, any) == 0, "K = 33: no team");
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "a", 1);
+  EXPECT(fp8moe_cuda_plan_context_prologue() == any, "FALLBACK=a: the team at every E it routes");
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "at", 1);
+  EXPECT(fp8moe_cuda_plan_context_prologue() == both, "FALLBACK=at: t wins, no team");
   unsetenv("FP8MOE_CUDA_GEMM_FALLBACK");
 }
 
@@ -917,5 +989,6 @@ int main(void) {
   sm90_group();
   sm90_item_orders();
   prologue_rule();
+  prologue_team_rule();
   return test_finish("test_cuda_plan", test_checks_run);
 }

@@ -2,8 +2,9 @@
  * launches it replaces (routing or PRECOMPUTED intake, permute.cu, quantize_input.cu, the memsets). Three CUDA
  * contexts run every problem: one as configured (the kernel plan's prologue rule: the one-block variant at the
  * smallest T, the routing cluster up to its edge), one created with FP8MOE_CUDA_GEMM_FALLBACK=c (the cluster
- * wherever the rule fuses) and one with FP8MOE_CUDA_GEMM_FALLBACK=p (separate launches at every T). Per problem
- * and fused context:
+ * wherever the rule fuses) and one with FP8MOE_CUDA_GEMM_FALLBACK=p (separate launches at every T); a fourth,
+ * FALLBACK=a, runs the problems a team of warps routes only there (T = 1, 33 ≤ E ≤ 256). Per problem and fused
+ * context:
  *   - routing ids/weights, the final output and device_status are bit-identical to the separate launches';
  *   - the expert-sorted outputs read back from the workspace (src/cuda/cuda_layout.c gives the slices): ids,
  *     weights, num_tiles and tile_expert identical; the fused sorted_slots/slot_row equal the stable list
@@ -11,7 +12,8 @@
  *     the same slots per expert, and its slot_row points back at each slot;
  *   - both agree with the CPU backend (ids exact, output within docs/TESTING.md's tolerance).
  * Shapes: every routing method at T = 1 / 2 / 5 / 8 (the one-block edge) / 9 (past it: cluster) / 64 (the
- * rule's edge) / 65 (past it: all separate), exact ties, NaN/±Inf logits, expert parallelism (local_offset,
+ * rule's edge) / 65 (past it: all separate), exact ties, NaN/±Inf logits, T = 1 (team routing: every method a team
+ * takes on random, tied and non-finite logits and with fillers), expert parallelism (local_offset,
  * E_local), PRECOMPUTED (with out-of-range ids counted in device_status), the weight applied to the input in
  * every quantization mode, e4m3 hidden states, T = 0 — each on both sides of the one-block edge.
  * Skipped (77) without a usable CUDA device. */
@@ -35,7 +37,8 @@ typedef struct suite {
   fp8moe_context* fused;    /* the plan's choice (one block at the smallest T, else the cluster) */
   fp8moe_context* cluster;  /* FP8MOE_CUDA_GEMM_FALLBACK=c: the cluster wherever the rule fuses */
   fp8moe_context* separate; /* FP8MOE_CUDA_GEMM_FALLBACK=p */
-  int checks, block_cases, cluster_cases;
+  fp8moe_context* team_any; /* FP8MOE_CUDA_GEMM_FALLBACK=a: the team wherever it can route (T = 1, E ≥ 33) */
+  int checks, block_cases, cluster_cases, team_cases;
   int32_t cc; /* the device's compute capability (the layout's tile height depends on it) */
 } suite;
 
@@ -68,6 +71,10 @@ static fp8moe_problem layout_problem(const pg_config* c) {
   p.E_local = c->E_local ? c->E_local : c->E;
   p.local_offset = c->local_offset;
   p.K = c->K;
+  p.routing_method = c->routing_method;
+  p.n_group = c->n_group;
+  p.topk_group = c->topk_group;
+  p.weight_on_input = c->weight_on_input;
   p.quant_format = c->quant_format;
   p.hidden_is_fp8 = c->hidden_dtype.code == TEST_E4M3.code && c->hidden_dtype.bits == 8;
   p.a2_static = c->a2_static && c->quant_format == FP8MOE_QUANT_FP8_PER_TENSOR;
@@ -215,7 +222,11 @@ static void compare_paths(suite* s, pg_problem* p, const char* tag, int with_cpu
   pg_describe_config(&p->cfg, cfg, sizeof cfg);
   const pg_config* c = &p->cfg;
   const fp8moe_problem lp = layout_problem(c);
-  const uint32_t plan = fp8moe_cuda_plan_prologue(&lp, FP8MOE_PROLOGUE_CLUSTER | FP8MOE_PROLOGUE_BLOCK);
+  const uint32_t all = FP8MOE_PROLOGUE_CLUSTER | FP8MOE_PROLOGUE_BLOCK | FP8MOE_PROLOGUE_TEAM;
+  const uint32_t plan = fp8moe_cuda_plan_prologue(&lp, all);
+  const uint32_t plan_a = fp8moe_cuda_plan_prologue(&lp, all | FP8MOE_PROLOGUE_TEAM_ANY);
+  const int team_a = fp8moe_cuda_plan_prologue_team(&lp, all | FP8MOE_PROLOGUE_TEAM_ANY);
+  s->team_cases += team_a;
   const uint32_t plan_c = fp8moe_cuda_plan_prologue(&lp, FP8MOE_PROLOGUE_CLUSTER);
   s->block_cases += plan == FP8MOE_PROLOGUE_BLOCK;
   s->cluster_cases += plan_c == FP8MOE_PROLOGUE_CLUSTER;
@@ -235,7 +246,10 @@ static void compare_paths(suite* s, pg_problem* p, const char* tag, int with_cpu
     }
     compare_fused(s, s->fused, variant_name(plan), p, tag, &sp, &ws, have_cpu ? &cpu : NULL, expect_status);
     compare_fused(s, s->cluster, variant_name(plan_c), p, tag, &sp, &ws, have_cpu ? &cpu : NULL, expect_status);
-    printf("%-10s %-8s/%-8s tiles %d  %s\n", tag, variant_name(plan), variant_name(plan_c), (int)ws.num_tiles, cfg);
+    if (team_a) compare_fused(s, s->team_any, "team", p, tag, &sp, &ws, have_cpu ? &cpu : NULL, expect_status);
+    printf("%-10s %-8s/%-8s%s tiles %d  %s\n", tag, variant_name(plan), variant_name(plan_c), team_a ? "/team" : "",
+           (int)ws.num_tiles, cfg);
+    (void)plan_a;
   }
   outputs_free(&sp);
   outputs_free(&cpu);
@@ -299,6 +313,51 @@ static void ties_and_nonfinite(suite* s) {
       }
       pg_describe(&p);
       compare_paths(s, &p, kind == 0 ? "ties" : "nonfinite", 1, -1);
+      pg_free(&p);
+    }
+}
+
+/* T = 1, where the one-block prologue routes with a team of warps (kernels/routing_team.cuh): every method, at E
+ * multiple of 32 and not (lanes past E), grouped and ungrouped DeepSeek-V3, E past 256 (kimi-k2's 384 and 500: the
+ * team alone routes those in one launch, the separate launches compare), K from 1 to 8, each on
+ * random logits, exact ties, sprinkled NaN/±Inf, all NaN but two, all −Inf (every slot a filler) and three
+ * selectable experts (fillers after them; grouped: their group and three all −Inf groups picked). */
+static void one_token(suite* s) {
+  static const struct {
+    int32_t method, E, K, n_group, topk_group;
+  } cases[] = {
+      {FP8MOE_ROUTING_DEEPSEEK_V3, 256, 8, 8, 4}, {FP8MOE_ROUTING_DEEPSEEK_V3, 256, 8, 1, 1},
+      {FP8MOE_ROUTING_DEEPSEEK_V3, 128, 6, 4, 2}, {FP8MOE_ROUTING_RENORMALIZE, 100, 6, 1, 1},
+      {FP8MOE_ROUTING_TOPK, 256, 8, 1, 1},        {FP8MOE_ROUTING_SIGMOID, 64, 4, 1, 1},
+      {FP8MOE_ROUTING_SIGMOID_RENORM, 128, 8, 1, 1}, {FP8MOE_ROUTING_TOPK_SIGMOID, 200, 3, 1, 1},
+      {FP8MOE_ROUTING_LLAMA4, 16, 1, 1, 1},       {FP8MOE_ROUTING_DEEPSEEK_V3, 384, 8, 1, 1},
+      {FP8MOE_ROUTING_DEEPSEEK_V3, 384, 8, 12, 4}, {FP8MOE_ROUTING_RENORMALIZE_NAIVE, 384, 6, 1, 1},
+      {FP8MOE_ROUTING_DEFAULT, 256, 8, 1, 1},     {FP8MOE_ROUTING_RENORMALIZE_NAIVE, 128, 8, 1, 1},
+      {FP8MOE_ROUTING_DEFAULT, 500, 4, 1, 1},
+  };
+  static const char* const tags[] = {"t1-random", "t1-ties", "t1-nonfin", "t1-nan", "t1-neginf", "t1-sparse"};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i)
+    for (int pat = 0; pat < 6; ++pat) {
+      pg_config c;
+      config(&c, cases[i].method, (i + (size_t)pat) % 2 ? FP8MOE_QUANT_FP8_PER_TENSOR : FP8MOE_QUANT_FP8_BLOCK128, 1,
+             cases[i].E, cases[i].K, 800 + 10 * (uint64_t)i + (uint64_t)pat);
+      if (cases[i].method == FP8MOE_ROUTING_DEEPSEEK_V3) {
+        c.n_group = cases[i].n_group;
+        c.topk_group = cases[i].topk_group;
+      }
+      c.logits_layout = PG_LOGITS_COMPACT;
+      pg_problem p;
+      if (pg_generate(&p, &c) != 0) continue;
+      const int32_t E = c.E;
+      for (int32_t e = 0; e < E && pat > 0; ++e) {
+        double v = pat == 1 ? 0.25 * (double)((e * 7) % 3) - 0.5 : pat == 3 ? NAN : pat >= 4 ? -INFINITY : 0.0;
+        if (pat == 2) v = e % 11 == 3 ? NAN : e % 11 == 5 ? -INFINITY : e % 11 == 7 ? INFINITY : 0.01 * (double)(e % 17);
+        if (pat == 3 && (e == 1 || e == E - 2)) v = 0.5 * (double)e;
+        if (pat == 5 && (e == 3 || e == E / 2 + 1 || e == E - 1)) v = 0.1 * (double)(e % 5);
+        pg_set(p.logits, c.logits_dtype, e, v);
+      }
+      pg_describe(&p);
+      compare_paths(s, &p, tags[pat], 1, -1);
       pg_free(&p);
     }
 }
@@ -417,6 +476,10 @@ int main(void) {
   st = s.tp.api->context_create(&ca, &s.cluster);
   ++s.checks;
   CHECK(st == FP8MOE_STATUS_OK, "context_create (cluster prologue only): status %d", (int)st);
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "a", 1);
+  st = s.tp.api->context_create(&ca, &s.team_any);
+  ++s.checks;
+  CHECK(st == FP8MOE_STATUS_OK, "context_create (team wherever it routes): status %d", (int)st);
   unsetenv("FP8MOE_CUDA_GEMM_FALLBACK");
   fp8moe_context_info ci;
   memset(&ci, 0, sizeof ci);
@@ -424,20 +487,23 @@ int main(void) {
   if (s.fused && s.tp.api->context_info(s.fused, &ci) == FP8MOE_STATUS_OK) s.cc = ci.compute_capability;
   ++s.checks;
   CHECK(s.cc >= 90, "context_info: compute capability %d", (int)s.cc);
-  if (s.cpu && s.fused && s.cluster && s.separate && s.cc >= 90) {
+  if (s.cpu && s.fused && s.cluster && s.separate && s.team_any && s.cc >= 90) {
     printf("device: %s, cc %d\n", bi.device_name, (int)s.cc);
     every_method(&s);
     ties_and_nonfinite(&s);
+    one_token(&s);
     expert_parallel(&s);
     precomputed(&s);
     weight_on_input(&s);
     empty(&s);
-    CHECK(s.block_cases >= 40 && s.cluster_cases >= 60,
-          "only %d problems in the one-block variant's bounds and %d inside the prologue rule", s.block_cases,
-          s.cluster_cases);
-    printf("one-block cases %d, cluster cases (FALLBACK=c) %d\n", s.block_cases, s.cluster_cases);
+    CHECK(s.block_cases >= 40 && s.cluster_cases >= 60 && s.team_cases >= 60,
+          "only %d problems in the one-block variant's bounds, %d inside the prologue rule, %d routed by a team",
+          s.block_cases, s.cluster_cases, s.team_cases);
+    printf("one-block cases %d (a team routes %d), cluster cases (FALLBACK=c) %d\n", s.block_cases, s.team_cases,
+           s.cluster_cases);
   }
   if (s.separate) s.tp.api->context_destroy(s.separate);
+  if (s.team_any) s.tp.api->context_destroy(s.team_any);
   if (s.cluster) s.tp.api->context_destroy(s.cluster);
   s.tp.api->context_destroy(s.fused);
   s.tp.api->context_destroy(s.cpu);

@@ -2,8 +2,11 @@
  * src/routing_math.h is their one formulation). For every logit-reading routing method, at least 10^5 logit
  * rows — random at several scales and adversarial (ties, ±Inf, NaN, huge and tiny magnitudes, values at exp's
  * overflow and underflow thresholds, fewer selectable experts than K) — go through both backends, and
- * routing_ids_out and routing_weights_out are compared bit for bit. Skipped (77) without a usable CUDA device.
+ * routing_ids_out and routing_weights_out are compared bit for bit; the first 1,200 rows of each method also one
+ * token per run (T = 1: the prologue), as configured and with FALLBACK=a (a team of warps routes every E ≥ 33:
+ * kernels/routing_team.cuh). Skipped (77) without a usable CUDA device.
  * Usage: test_gpu_routing_bits [rows per method] (default 100000). */
+#define _POSIX_C_SOURCE 200809L /* setenv, unsetenv */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,6 +83,51 @@ static void fill_row(float* row, int32_t E, int32_t K, uint32_t kind) {
   }
 }
 
+/* The first rows of a chunk also go through the GPU one token per run: at T = 1 the one-block prologue routes
+ * with a team of warps (kernels/routing_team.cuh) instead of the routing kernel, and must give the same bits. */
+#define SINGLE_ROWS 1200
+
+/* g's arguments narrowed to token r: T = 1 views of the [T, …] tensors, the rest shared. */
+typedef struct row_view {
+  fp8moe_moe_args args;
+  fp8moe_tensor t[5];
+  int64_t shape[5][2];
+} row_view;
+
+static void row_view_make(row_view* v, const gpu_problem* g, int64_t r) {
+  const fp8moe_tensor* src[5] = {g->args.hidden_states, g->args.router_logits, g->args.output,
+                                 g->args.routing_ids_out, g->args.routing_weights_out};
+  v->args = g->args;
+  for (int i = 0; i < 5; ++i) {
+    v->t[i] = *src[i];
+    v->shape[i][0] = 1;
+    v->shape[i][1] = src[i]->shape[1];
+    v->t[i].shape = v->shape[i];
+    const int64_t row = src[i]->strides ? src[i]->strides[0] : src[i]->shape[1];
+    v->t[i].byte_offset += (uint64_t)(r * row * (int64_t)(src[i]->dtype.bits / 8));
+  }
+  v->args.hidden_states = &v->t[0];
+  v->args.router_logits = &v->t[1];
+  v->args.output = &v->t[2];
+  v->args.routing_ids_out = &v->t[3];
+  v->args.routing_weights_out = &v->t[4];
+}
+
+/* Rows [0, n) of the GPU's ids/weights (host copies after gpu_fetch) against the CPU's; returns the rows' ids and
+ * weights that differ through *ids_bad / *w_bad. */
+static void compare_rows(const baseline_problem* p, int32_t method, int32_t K, size_t n, long first_row, const int32_t* cpu_ids,
+                         const float* cpu_w, long* ids_bad, long* w_bad, const char* how) {
+  const int32_t* ids = p->t[FP8MOE_ARG_ROUTING_IDS_OUT].t.data;
+  const float* w = p->t[FP8MOE_ARG_ROUTING_WEIGHTS_OUT].t.data;
+  for (size_t i = 0; i < n; ++i) {
+    *ids_bad += ids[i] != cpu_ids[i];
+    if (memcmp(&w[i], &cpu_w[i], sizeof(float)) != 0 && ++*w_bad <= 5)
+      fprintf(stderr, "method %d (%s) row %lld slot %lld: cpu %a gpu %a\n", method, how,
+              (long long)(first_row + (long)(i / (size_t)K)), (long long)(i % (size_t)K), (double)cpu_w[i],
+              (double)w[i]);
+  }
+}
+
 typedef struct method_case {
   int32_t method, E, K, n_group, topk_group, with_bias;
 } method_case;
@@ -92,6 +140,17 @@ int main(int argc, char** argv) {
   int rc = gpu_suite_open("test_gpu_routing_bits", &tp, &cpu, &gpu, &bi);
   if (rc != 0) return rc;
   if (!cpu || !gpu) return test_finish("test_gpu_routing_bits", test_checks_run + 1);
+  /* The one-token runs also on a context with FALLBACK=a: a team of warps routes every E ≥ 33 there, not only past
+   * 256 experts (kernels/routing_team.cuh; src/cuda/cuda_plan.c's team rule). */
+  fp8moe_context* gpu_any = NULL;
+  fp8moe_context_args ca;
+  memset(&ca, 0, sizeof ca);
+  ca.struct_size = sizeof ca;
+  ca.backend = FP8MOE_BACKEND_CUDA;
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "a", 1); /* read at context creation only */
+  CHECK(tp.api->context_create(&ca, &gpu_any) == FP8MOE_STATUS_OK, "context_create with FALLBACK=a");
+  unsetenv("FP8MOE_CUDA_GEMM_FALLBACK");
+  if (!gpu_any) return test_finish("test_gpu_routing_bits", test_checks_run);
   const method_case cases[] = {
       {FP8MOE_ROUTING_DEFAULT, 64, 4, 1, 1, 0},          {FP8MOE_ROUTING_RENORMALIZE, 128, 8, 1, 1, 0},
       {FP8MOE_ROUTING_DEEPSEEK_V3, 256, 8, 8, 4, 1},     {FP8MOE_ROUTING_LLAMA4, 16, 1, 1, 1, 0},
@@ -104,7 +163,7 @@ int main(int argc, char** argv) {
   static baseline_problem p;
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; ++c) {
     const method_case* m = &cases[c];
-    long done = 0, ids_bad = 0, w_bad = 0;
+    long done = 0, ids_bad = 0, w_bad = 0, rows1 = 0, ids_bad1 = 0, w_bad1 = 0;
     while (done < rows) {
       arena_used = 0;
       baseline_config cfg = baseline_config_default();
@@ -142,16 +201,20 @@ int main(int argc, char** argv) {
         st = tp.api->run(gpu, &g.args);
         EXPECT(st == FP8MOE_STATUS_OK, "method %d: GPU run %d: %s", m->method, st, p.message);
         EXPECT(gpu_fetch(&g) == 0, "method %d: fetch", m->method);
-        const int32_t* ids = p.t[FP8MOE_ARG_ROUTING_IDS_OUT].t.data;
-        const float* w = p.t[FP8MOE_ARG_ROUTING_WEIGHTS_OUT].t.data;
-        for (size_t i = 0; i < n; ++i) {
-          ids_bad += ids[i] != cpu_ids[i];
-          if (memcmp(&w[i], &cpu_w[i], sizeof(float)) != 0) {
-            if (++w_bad <= 5)
-              fprintf(stderr, "method %d row %lld slot %lld: cpu %a gpu %a\n", m->method,
-                      (long long)(done + (long)(i / (size_t)cfg.K)), (long long)(i % (size_t)cfg.K),
-                      (double)cpu_w[i], (double)w[i]);
+        compare_rows(&p, m->method, cfg.K, n, done, cpu_ids, cpu_w, &ids_bad, &w_bad, "all rows");
+        for (int c1 = 0; c1 < 2 && done == 0; ++c1) { /* one token per run, as configured, then FALLBACK=a */
+          const int64_t single = cfg.T < SINGLE_ROWS ? cfg.T : SINGLE_ROWS;
+          EXPECT(gpu_poison(&g, NULL) == 0, "method %d: poison", m->method);
+          for (int64_t r = 0; r < single; ++r) {
+            row_view v;
+            row_view_make(&v, &g, r);
+            st = tp.api->run(c1 ? gpu_any : gpu, &v.args);
+            EXPECT(st == FP8MOE_STATUS_OK, "method %d: GPU run of row %lld: %d", m->method, (long long)r, st);
           }
+          EXPECT(gpu_fetch(&g) == 0, "method %d: fetch", m->method);
+          compare_rows(&p, m->method, cfg.K, (size_t)(single * cfg.K), 0, cpu_ids, cpu_w, &ids_bad1, &w_bad1,
+                       c1 ? "T = 1, FALLBACK=a" : "T = 1");
+          rows1 += single;
         }
       } else {
         EXPECT(0, "method %d: gpu_clone", m->method);
@@ -166,9 +229,15 @@ int main(int argc, char** argv) {
            w_bad);
     EXPECT(ids_bad == 0 && w_bad == 0, "method %d: %ld ids and %ld weights differ between CPU and CUDA", m->method,
            ids_bad, w_bad);
+    printf("method %d: %ld rows one token per run (both contexts), ids differing %ld, weights differing (bits) %ld\n", m->method,
+           rows1, ids_bad1, w_bad1);
+    EXPECT(rows1 > 0 && ids_bad1 == 0 && w_bad1 == 0,
+           "method %d: %ld ids and %ld weights differ between CPU and CUDA at T = 1 (%ld rows)", m->method, ids_bad1,
+           w_bad1, rows1);
   }
   tp.api->context_destroy(cpu);
   tp.api->context_destroy(gpu);
+  tp.api->context_destroy(gpu_any);
   free(arena);
   test_plugin_close(&tp);
   return test_finish("test_gpu_routing_bits", test_checks_run);

@@ -18,11 +18,16 @@
  * thread, grid-stride); "chunk" = each CTA reads one contiguous share, as a stream GEMM CTA reads its unit.
  * Printed: median µs of 15 (events around the read kernel only; an empty kernel's median is printed for the
  * event overhead), GB/s, and from %globaltimer the median delay from a CTA's start to its first load's return.
- *   cold_read_probe                (no arguments) */
+ *   cold_read_probe                (no arguments)
+ *   cold_read_probe idle           the 235 MB read (deepseek-v3 T = 1 GEMM1's bytes, "chunk") after the memset and
+ *                                  a one-thread kernel that idles D µs (0 … 32): whether the L2 writes its dirty lines
+ *                                  back while DRAM is idle, so that a shorter stage before GEMM1 leaves it more
+ *                                  to write back under the weight read (docs/GPU.md "Team routing") */
 #include <cuda_runtime.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "probe_check.h"
 
@@ -94,6 +99,13 @@ __global__ void touch_pages(const uint8_t* __restrict__ base, Slices s, unsigned
 
 __global__ void empty_kernel() {}
 
+/* One thread idles until ns have passed on %globaltimer. */
+__global__ void idle_kernel(uint64_t ns) {
+  const uint64_t t0 = now_ns();
+  while (now_ns() - t0 < ns) {
+  }
+}
+
 static int cmp_double(const void* a, const void* b) {
   const double x = *(const double*)a, y = *(const double*)b;
   return (x > y) - (x < y);
@@ -104,7 +116,37 @@ static double median(double* v, int n) {
   return v[n / 2];
 }
 
-int main(void) {
+/* The idle study (see the file comment): read µs by idle µs after the bench's flush, and without the flush. */
+static int idle_study(uint8_t* w, uint8_t* flush, int64_t flush_bytes, unsigned long long* sink, uint64_t* times,
+                      int grid, cudaStream_t st, cudaEvent_t e0, cudaEvent_t e1) {
+  static const int idle_us[] = {0, 1, 2, 4, 8, 16, 32};
+  Slices s;
+  s.n = 8;
+  s.bytes = 234881024 / 8;
+  for (int k = 0; k < 8; ++k) s.offset[k] = (int64_t)(17 + 31 * k) * kExpertBytes;
+  printf("| idle after the memset, us | read us (median of %d) | GB/s |\n|---|---|---|\n", kReps);
+  for (size_t ii = 0; ii < sizeof idle_us / sizeof idle_us[0]; ++ii) {
+    double us[kReps];
+    for (int r = -1; r < kReps; ++r) {
+      CHECK_CUDA(cudaMemsetAsync(flush, r & 0xFF, (size_t)flush_bytes, st));
+      idle_kernel<<<1, 1, 0, st>>>((uint64_t)idle_us[ii] * 1000u);
+      CHECK_CUDA(cudaEventRecord(e0, st));
+      read_kernel<true><<<grid, kThreads, 0, st>>>(w, s, sink, times);
+      CHECK_CUDA(cudaEventRecord(e1, st));
+      CHECK_CUDA(cudaEventSynchronize(e1));
+      CHECK_CUDA(cudaGetLastError());
+      if (r < 0) continue;
+      float ms = 0;
+      CHECK_CUDA(cudaEventElapsedTime(&ms, e0, e1));
+      us[r] = ms * 1e3;
+    }
+    const double m = median(us, kReps);
+    printf("| %d | %.1f | %.0f |\n", idle_us[ii], m, 234881024.0 / (m * 1e3));
+  }
+  return 0;
+}
+
+int main(int argc, char** argv) {
   int sms = 0;
   CHECK_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   const int64_t tensor_bytes = kExperts * kExpertBytes, flush_bytes = (int64_t)512 << 20;
@@ -139,6 +181,7 @@ int main(void) {
   }
   printf("%d SMs, grid %d x %d threads; empty kernel between events: %.1f us (median of %d)\n", sms, grid, kThreads,
          median(ev, kReps), kReps);
+  if (argc > 1 && strcmp(argv[1], "idle") == 0) return idle_study(w, flush, flush_bytes, sink, times, grid, st, e0, e1);
 
   static const int64_t sizes[] = {12582912, 25165824, 117440512, 234881024, 1073741824, 4294967296LL};
   static const char* conds[] = {"memset", "clean", "tlb", "touch8", "warm"};

@@ -328,11 +328,19 @@ const fp8moe_plan_row* fp8moe_cuda_plan_pick(int32_t gemm, int32_t cc, const fp8
  * ≤ 8 tokens) buys nothing, since one SM routes 8 tokens about as fast as one: 8 routing warps, 2 per
  * scheduler, issue ~1,100 instructions each in ~1.1 µs, which hides under one warp's own dependent chain
  * (~2 µs) and the cold memory and instruction fetches; 64 slots are placed in 2 steps. */
+/* The team (docs/GPU.md "Team routing"; H200, docs/PERFORMANCE.md session 25): past 256 experts it replaces the
+ * separate launches (kimi-k2 T = 1 138.5 → 124.7 µs). At 33–256 experts it shortens the prologue (deepseek-v3
+ * 9.8 → 7.7 µs) but not the layer: GEMM1 and GEMM2 then take longer (deepseek-v3 +2.5 µs, qwen3-30b-a3b +1.5,
+ * glm-4.5-air +0.4), and the layer stays ~126 µs whether the prologue ends at 7.8 or, spun, at 12.4 µs; so
+ * route_token keeps those, and FALLBACK 'a' (team_any_min_experts) measures them. One warp (E ≤ 32): the team's
+ * ranks and barriers measured 0.4 µs slower than route_token's K rounds at mixtral-8x7b (E = 8, K = 2). */
 static const fp8moe_prologue_rule k_prologue = {
-    64, 512, 256, 8, 64,
-    "small T: routing, slot list and input quantization in one launch, memsets folded in; one block at T ≤ 8"};
+    64, 512, 256, 8, 64, 257, 512, 33,
+    "small T: routing, slot list and input quantization in one launch, memsets folded in; one block at T ≤ 8; "
+    "one token routed by a team of warps"};
 _Static_assert(64 <= FP8MOE_PROLOGUE_MAX_TOKENS && 512 <= FP8MOE_PROLOGUE_MAX_ROWS &&
-                   256 <= FP8MOE_PROLOGUE_MAX_EXPERTS && 8 <= FP8MOE_PROLOGUE_BLOCK_MAX_TOKENS,
+                   256 <= FP8MOE_PROLOGUE_MAX_EXPERTS && 8 <= FP8MOE_PROLOGUE_BLOCK_MAX_TOKENS &&
+                   512 <= FP8MOE_PROLOGUE_TEAM_MAX_EXPERTS,
                "the prologue rule stays inside the kernel's limits (kernels_internal.h)");
 
 const fp8moe_prologue_rule* fp8moe_cuda_plan_prologue_rule(void) { return &k_prologue; }
@@ -341,7 +349,10 @@ uint32_t fp8moe_cuda_plan_context_prologue(void) {
   const char* off = getenv("FP8MOE_CUDA_GEMM_FALLBACK");
   if (off != NULL && strchr(off, 'p') != NULL) return FP8MOE_PROLOGUE_SEPARATE;
   if (off != NULL && strchr(off, 'c') != NULL) return FP8MOE_PROLOGUE_CLUSTER;
-  return FP8MOE_PROLOGUE_CLUSTER | FP8MOE_PROLOGUE_BLOCK;
+  const int team_off = off != NULL && (strchr(off, 't') != NULL || strchr(off, 'w') != NULL);
+  const int team_any = off != NULL && strchr(off, 'a') != NULL;
+  return FP8MOE_PROLOGUE_CLUSTER | FP8MOE_PROLOGUE_BLOCK |
+         (team_off ? 0u : FP8MOE_PROLOGUE_TEAM | (team_any ? FP8MOE_PROLOGUE_TEAM_ANY : 0u));
 }
 
 /* FALLBACK 'w': the routing and slot-list instruction sequences before the critical-path rework (docs/GPU.md
@@ -358,11 +369,24 @@ int32_t fp8moe_cuda_plan_context_route_warm(void) {
   return off == NULL || (strchr(off, 'x') == NULL && strchr(off, 'w') == NULL);
 }
 
+int32_t fp8moe_cuda_plan_prologue_team(const fp8moe_problem* p, uint32_t context_prologue) {
+  const fp8moe_prologue_rule* r = &k_prologue;
+  const uint32_t need = FP8MOE_PROLOGUE_BLOCK | FP8MOE_PROLOGUE_TEAM;
+  const int grouped = p->routing_method == FP8MOE_ROUTING_DEEPSEEK_V3 && p->n_group > 1 && p->topk_group < p->n_group;
+  const int32_t min_experts = (context_prologue & FP8MOE_PROLOGUE_TEAM_ANY) ? r->team_any_min_experts
+                                                                            : r->team_min_experts;
+  return p->T == 1 && (context_prologue & need) == need && p->routing_method != FP8MOE_ROUTING_PRECOMPUTED &&
+         p->E >= min_experts && p->E <= r->team_max_experts && p->K >= 1 && p->K <= 32 &&
+         (!grouped || p->E == 32 * p->n_group);
+}
+
 uint32_t fp8moe_cuda_plan_prologue(const fp8moe_problem* p, uint32_t context_prologue) {
   const fp8moe_prologue_rule* r = &k_prologue;
   const int64_t rows = p->T * (int64_t)p->K;
-  if (p->T < 1 || p->T > r->max_tokens || rows > r->max_rows || p->E > r->max_experts)
-    return FP8MOE_PROLOGUE_SEPARATE;
+  if (p->T < 1 || p->T > r->max_tokens || rows > r->max_rows) return FP8MOE_PROLOGUE_SEPARATE;
+  if (p->E > r->max_experts)
+    return !p->weight_on_input && fp8moe_cuda_plan_prologue_team(p, context_prologue) ? FP8MOE_PROLOGUE_BLOCK
+                                                                                      : FP8MOE_PROLOGUE_SEPARATE;
   if ((context_prologue & FP8MOE_PROLOGUE_BLOCK) && p->T <= r->block_max_tokens && rows <= r->block_max_rows)
     return FP8MOE_PROLOGUE_BLOCK;
   return context_prologue & FP8MOE_PROLOGUE_CLUSTER;

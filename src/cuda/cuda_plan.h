@@ -179,6 +179,10 @@ typedef struct fp8moe_prologue_rule {
   int32_t max_experts; /* E: experts per lane in registers */
   int32_t block_max_tokens; /* at most this T and ... */
   int32_t block_max_rows;   /* ... this T·K: the one-block variant (no cluster) where the context offers it */
+  int32_t team_min_experts; /* T = 1 in the one-block variant: a team of ⌈E/32⌉ warps routes the token where */
+  int32_t team_max_experts; /* E is within these (and the method lets a team route); up to team_max_experts also
+                               past max_experts (the team holds one expert per lane, not 8) */
+  int32_t team_any_min_experts; /* team_min_experts where the context offers FP8MOE_PROLOGUE_TEAM_ANY */
   const char* why;
 } fp8moe_prologue_rule;
 
@@ -187,17 +191,32 @@ typedef struct fp8moe_prologue_rule {
 #define FP8MOE_PROLOGUE_SEPARATE 0u
 #define FP8MOE_PROLOGUE_CLUSTER 1u /* prologue_kernel: a routing cluster of 8 blocks */
 #define FP8MOE_PROLOGUE_BLOCK 2u   /* prologue_block_kernel: one routing block */
+#define FP8MOE_PROLOGUE_TEAM 4u    /* offered only: the one-block variant may route one token with a team of warps
+                                      (kernels/routing_team.cuh) */
+#define FP8MOE_PROLOGUE_TEAM_ANY 8u /* offered only (FALLBACK 'a', the A/B switch): the team from
+                                       team_any_min_experts on, not only past route_token's experts */
 
 const fp8moe_prologue_rule* fp8moe_cuda_plan_prologue_rule(void);
 
 /* At context creation, the variants FP8MOE_CUDA_GEMM_FALLBACK leaves (A/B switches; the GPU tests compare the
- * paths with them): both by default; "p": none (separate routing, permutation and quantization launches at
- * every T); "c": the cluster only (the cluster variant also where the rule would take the one-block one). The
+ * paths with them): all three by default; "p": none (separate routing, permutation and quantization launches at
+ * every T); "c": the cluster only (the cluster variant also where the rule would take the one-block one); "t" or
+ * "w": no team routing (route_token's one warp per token at T = 1 too, and E ≤ max_experts everywhere); "a": the
+ * team at every E it can route (FP8MOE_PROLOGUE_TEAM_ANY), not only past max_experts. The
  * backend further clears FP8MOE_PROLOGUE_CLUSTER where the cluster does not fit the device. */
 uint32_t fp8moe_cuda_plan_context_prologue(void);
 
+/* 1 where the one-block variant routes p's token with a team of warps (kernels/routing_team.cuh): T = 1, the
+ * context offers the one-block variant and the team, E within the rule's team bounds (from team_any_min_experts
+ * where the context offers FP8MOE_PROLOGUE_TEAM_ANY), K ≤ 32, a method that reads logits, and DeepSeek-V3's
+ * groups, where they limit, of exactly 32 experts (one warp each). */
+int32_t fp8moe_cuda_plan_prologue_team(const fp8moe_problem* p, uint32_t context_prologue);
+
 /* The variant run takes (FP8MOE_PROLOGUE_*): T ≥ 1 within the rule, the one-block variant where T and T·K are
- * within its bounds and the context offers it, else the cluster where offered, else separate launches. */
+ * within its bounds and the context offers it, else the cluster where offered, else separate launches; past
+ * max_experts only the one-block variant with a team (fp8moe_cuda_plan_prologue_team) where the weight applies
+ * to the output (a weight on the input is routed again by the quantizing block, one warp with ≤ 8 experts per
+ * lane). */
 uint32_t fp8moe_cuda_plan_prologue(const fp8moe_problem* p, uint32_t context_prologue);
 
 /* 1 where FP8MOE_CUDA_GEMM_FALLBACK contains 'w' (read at context creation): routing and the prologue's slot

@@ -200,6 +200,7 @@ static int32_t fused_prologue(const fp8moe_cuda_impl* impl, const fp8moe_problem
   if (!a.precomputed) routing_args_of(p, l, ws, &a.r);
   a.r.v1 = impl->route_v1; /* also picks the slot-list sequence on the PRECOMPUTED path */
   a.warm_code = !a.precomputed && impl->route_warm;
+  a.team = single_block && fp8moe_cuda_plan_prologue_team(p, impl->prologue);
   permute_args_of(p, l, ws, 0, &a.perm); /* small T·K: the prologue's own one-block placement */
   a.quantize = quantize_args_of(p, l, ws, g, &a.q);
   const int dyn_tensor = a.quantize && a.q.mode == FP8MOE_ACTQ_DYN_TENSOR;
