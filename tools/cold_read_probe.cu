@@ -116,6 +116,24 @@ static double median(double* v, int n) {
   return v[n / 2];
 }
 
+/* One read of s between two events (the conditions before it are already enqueued on st): *us. Returns 1 where a
+ * CUDA call failed (printed), else 0. */
+static int timed_read(bool chunk, const uint8_t* w, const Slices& s, unsigned long long* sink, uint64_t* times,
+                      int grid, cudaStream_t st, cudaEvent_t e0, cudaEvent_t e1, double* us) {
+  float ms = 0;
+  CHECK_CUDA(cudaEventRecord(e0, st));
+  if (chunk)
+    read_kernel<true><<<grid, kThreads, 0, st>>>(w, s, sink, times);
+  else
+    read_kernel<false><<<grid, kThreads, 0, st>>>(w, s, sink, times);
+  CHECK_CUDA(cudaEventRecord(e1, st));
+  CHECK_CUDA(cudaEventSynchronize(e1));
+  CHECK_CUDA(cudaGetLastError());
+  CHECK_CUDA(cudaEventElapsedTime(&ms, e0, e1));
+  *us = ms * 1e3;
+  return 0;
+}
+
 /* The idle study (see the file comment): read µs by idle µs after the bench's flush, and without the flush. */
 static int idle_study(uint8_t* w, uint8_t* flush, int64_t flush_bytes, unsigned long long* sink, uint64_t* times,
                       int grid, cudaStream_t st, cudaEvent_t e0, cudaEvent_t e1) {
@@ -130,15 +148,9 @@ static int idle_study(uint8_t* w, uint8_t* flush, int64_t flush_bytes, unsigned 
     for (int r = -1; r < kReps; ++r) {
       CHECK_CUDA(cudaMemsetAsync(flush, r & 0xFF, (size_t)flush_bytes, st));
       idle_kernel<<<1, 1, 0, st>>>((uint64_t)idle_us[ii] * 1000u);
-      CHECK_CUDA(cudaEventRecord(e0, st));
-      read_kernel<true><<<grid, kThreads, 0, st>>>(w, s, sink, times);
-      CHECK_CUDA(cudaEventRecord(e1, st));
-      CHECK_CUDA(cudaEventSynchronize(e1));
-      CHECK_CUDA(cudaGetLastError());
-      if (r < 0) continue;
-      float ms = 0;
-      CHECK_CUDA(cudaEventElapsedTime(&ms, e0, e1));
-      us[r] = ms * 1e3;
+      double t = 0;
+      if (timed_read(true, w, s, sink, times, grid, st, e0, e1, &t)) return 1;
+      if (r >= 0) us[r] = t;
     }
     const double m = median(us, kReps);
     printf("| %d | %.1f | %.0f |\n", idle_us[ii], m, 234881024.0 / (m * 1e3));
@@ -213,18 +225,10 @@ int main(int argc, char** argv) {
           if (ci == 2) touch_pages<<<64, 256, 0, st>>>(w, whole, sink);
           if (ci == 3) touch_pages<<<8, 32, 0, st>>>(w, s, sink);
           if (ci == 4) read_kernel<false><<<grid, kThreads, 0, st>>>(w, s, sink, times);
-          CHECK_CUDA(cudaEventRecord(e0, st));
-          if (ki == 0)
-            read_kernel<false><<<grid, kThreads, 0, st>>>(w, s, sink, times);
-          else
-            read_kernel<true><<<grid, kThreads, 0, st>>>(w, s, sink, times);
-          CHECK_CUDA(cudaEventRecord(e1, st));
-          CHECK_CUDA(cudaEventSynchronize(e1));
-          CHECK_CUDA(cudaGetLastError());
+          double t = 0;
+          if (timed_read(ki == 1, w, s, sink, times, grid, st, e0, e1, &t)) return 1;
           if (r < 0) continue;
-          float ms = 0;
-          CHECK_CUDA(cudaEventElapsedTime(&ms, e0, e1));
-          us[r] = ms * 1e3;
+          us[r] = t;
           CHECK_CUDA(cudaMemcpy(ht, times, sizeof(uint64_t) * 3 * grid, cudaMemcpyDeviceToHost));
           double d[4096];
           int nd = 0;
