@@ -329,9 +329,9 @@ const fp8moe_plan_row* fp8moe_cuda_plan_pick(int32_t gemm, int32_t cc, const fp8
  * scheduler, issue ~1,100 instructions each in ~1.1 µs, which hides under one warp's own dependent chain
  * (~2 µs) and the cold memory and instruction fetches; 64 slots are placed in 2 steps. */
 /* The team (docs/GPU.md "Team routing"; H200, docs/PERFORMANCE.md session 25): past 256 experts it replaces the
- * separate launches (kimi-k2 T = 1 138.5 → 124.7 µs). At 33–256 experts it shortens the prologue (deepseek-v3
- * 9.8 → 7.7 µs) but not the layer: GEMM1 and GEMM2 then take longer (deepseek-v3 +2.5 µs, qwen3-30b-a3b +1.5,
- * glm-4.5-air +0.4), and the layer stays ~126 µs whether the prologue ends at 7.8 or, spun, at 12.4 µs; so
+ * separate launches (kimi-k2 T = 1 138.5 → 124.7 µs). At 33–256 experts the layer got longer (deepseek-v3 +2.5 µs,
+ * qwen3-30b-a3b +0.5 to +1.5, glm-4.5-air +0.4): in place, with GEMM1 launched beside it, the team's prologue
+ * completes ~2.8 µs after route_token's (a %globaltimer trace of GEMM1's wait), although alone it is faster; so
  * route_token keeps those, and FALLBACK 'a' (team_any_min_experts) measures them. One warp (E ≤ 32): the team's
  * ranks and barriers measured 0.4 µs slower than route_token's K rounds at mixtral-8x7b (E = 8, K = 2). */
 static const fp8moe_prologue_rule k_prologue = {
