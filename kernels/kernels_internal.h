@@ -122,7 +122,8 @@ int fp8moe_launch_quantize_input(const fp8moe_quantize_input_args* a, cudaStream
  * quantize one token each (single_block: one block routes and builds, blocks 1..T quantize; DYN_TENSOR:
  * only its amax, the encoding pass follows as quantize_input.cu with amax_done). Launched in ordinary stream
  * order (no PDL): it overwrites workspace the previous run's kernels read. Limits: T ≤ FP8MOE_PROLOGUE_MAX_TOKENS, T·K ≤ FP8MOE_PROLOGUE_MAX_ROWS,
- * E ≤ FP8MOE_PROLOGUE_MAX_EXPERTS; the host's rule is src/cuda/cuda_plan.c. ---- */
+ * E ≤ FP8MOE_PROLOGUE_MAX_EXPERTS (the one-block variant: FP8MOE_PROLOGUE_BLOCK_MAX_EXPERTS where routing reads
+ * logits); the host's rule is src/cuda/cuda_plan.c. ---- */
 #define FP8MOE_PROLOGUE_THREADS 1024
 #define FP8MOE_PROLOGUE_ROUTE_BLOCKS 8         /* the routing cluster (portable cluster size) */
 #define FP8MOE_PROLOGUE_MAX_TOKENS 64          /* one token per warp of the routing cluster's first 8 warps */
@@ -133,6 +134,8 @@ int fp8moe_launch_quantize_input(const fp8moe_quantize_input_args* a, cudaStream
  * token w with warp w and builds the slot list in its own shared memory; blocks 1..T quantize one token each. */
 #define FP8MOE_PROLOGUE_BLOCK_THREADS 512
 #define FP8MOE_PROLOGUE_BLOCK_MAX_TOKENS 16    /* one token per warp of block 0 */
+#define FP8MOE_PROLOGUE_BLOCK_MAX_EXPERTS 512  /* the one-block variant where routing reads logits: 16 experts
+                                                  per lane (512 threads: up to 128 registers each) */
 #define FP8MOE_PROLOGUE_TEAM_MAX_EXPERTS 512   /* team: one expert per lane of block 0's 16 warps (T = 1) */
 typedef struct fp8moe_prologue_args {
   int32_t precomputed;             /* 1: pre, else r */

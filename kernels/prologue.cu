@@ -90,7 +90,7 @@ __device__ __forceinline__ int32_t tiles_of(int32_t x, int32_t tile_m, uint32_t 
  * dependent step, and a fourth __syncthreads before the fill, because the fill advanced start[] while the
  * padding loop read it. Now warp 0 issues its ≤ 8 count loads at once, divides by a multiply-high, and fills
  * from its own cursor[] copy, so the padding stores of the other warps run beside the fill. Same bits. */
-template <int THREADS, bool kV1>
+template <int THREADS, bool kV1, int MAX_E = FP8MOE_PROLOGUE_MAX_EXPERTS>
 __device__ void build_slot_list(const fp8moe_permute_args& p, const int32_t* ids, int32_t* count, int32_t* start,
                                 int32_t* cursor) {
   const int tid = threadIdx.x, lane = tid % 32;
@@ -110,7 +110,7 @@ __device__ void build_slot_list(const fp8moe_permute_args& p, const int32_t* ids
     } else {
       const int per = (n_local + 31) / 32;
       const int lo = min(tid * per, n_local), hi = min(lo + per, n_local);
-      constexpr int kPer = (FP8MOE_PROLOGUE_MAX_EXPERTS + 31) / 32; /* per ≤ kPer: the launcher's E bound */
+      constexpr int kPer = (MAX_E + 31) / 32; /* per ≤ kPer: the launcher's E_local bound for this kernel */
       int32_t tiles[kPer];
       int32_t run = 0;
 #pragma unroll
@@ -399,7 +399,9 @@ __global__ void __launch_bounds__(kBlockThreads, 1) prologue_block_kernel(fp8moe
     return;
   }
   if (a.pre.device_status && tid == 0) *a.pre.device_status = skipped; /* 0 when routing from logits */
-  build_slot_list<kBlockThreads, kV1>(a.perm, ids, count, start, cursor);
+  /* PL = 16 (257–512 experts, logits only): the scan covers 16 experts per lane */
+  build_slot_list<kBlockThreads, kV1, (PL > 8 ? FP8MOE_PROLOGUE_BLOCK_MAX_EXPERTS : FP8MOE_PROLOGUE_MAX_EXPERTS)>(
+      a.perm, ids, count, start, cursor);
 }
 
 template <int PL>
@@ -441,12 +443,11 @@ extern "C" int fp8moe_launch_prologue(const fp8moe_prologue_args* a, cudaStream_
   const int32_t T = a->precomputed ? a->pre.T : a->r.T;
   const int32_t E = a->precomputed ? a->pre.E : a->r.E;
   if (T == 0) return cudaSuccess;
-  /* A team routes one token of up to 512 experts, one per lane; only route_token (8 per lane at most) bounds E
-   * elsewhere, and a quantizing block that weights its input routes with route_token. */
+  /* The cluster's 1,024-thread blocks hold 8 experts per lane (E ≤ 256); the one-block variant's 512 threads hold
+   * 16 where the routing reads logits (E ≤ 512: route_token<16>, or a team at T = 1). */
   const bool team = a->team && a->single_block && T == 1 && !a->precomputed && !a->r.v1 && a->r.K <= 32;
-  const bool wide = team && E <= FP8MOE_PROLOGUE_TEAM_MAX_EXPERTS && !(a->quantize && a->q.token_weight);
-  if (T > FP8MOE_PROLOGUE_MAX_TOKENS || a->perm.TK > FP8MOE_PROLOGUE_MAX_ROWS ||
-      (E > FP8MOE_PROLOGUE_MAX_EXPERTS && !wide) || (a->team && !team) ||
+  const int32_t max_e = a->single_block && !a->precomputed ? FP8MOE_PROLOGUE_BLOCK_MAX_EXPERTS : FP8MOE_PROLOGUE_MAX_EXPERTS;
+  if (T > FP8MOE_PROLOGUE_MAX_TOKENS || a->perm.TK > FP8MOE_PROLOGUE_MAX_ROWS || E > max_e || (a->team && !team) ||
       a->perm.E_local > E || a->n_zero_words > kThreads ||
       (a->single_block && (T > FP8MOE_PROLOGUE_BLOCK_MAX_TOKENS || a->n_zero_words > kBlockThreads)))
     return cudaErrorInvalidValue; /* the host's rule (cuda_plan.c) never asks for this */
@@ -454,7 +455,12 @@ extern "C" int fp8moe_launch_prologue(const fp8moe_prologue_args* a, cudaStream_
     case 1: return static_cast<int>(launch<1>(*a, stream));
     case 2: return static_cast<int>(launch<2>(*a, stream));
     case 4: return static_cast<int>(launch<4>(*a, stream));
-    default: return static_cast<int>(launch<8>(*a, stream));
+    case 8: return static_cast<int>(launch<8>(*a, stream));
+    default: /* single_block (the check above). Where a team routes and no quantizing block routes its token, no
+              * route_token runs: the PL = 8 kernel, which measured 1.3 µs faster than the PL = 16 one at kimi-k2
+              * T = 1 (docs/PERFORMANCE.md, session 25; the same team code, a larger kernel around it) */
+      if (team && !(a->quantize && a->q.token_weight)) return static_cast<int>(launch_block<8>(*a, stream));
+      return static_cast<int>(launch_block<16>(*a, stream));
   }
 }
 

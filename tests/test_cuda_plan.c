@@ -464,9 +464,21 @@ static void prologue_rule(void) {
   p = problem(r->max_tokens, 4096, 1024, 64, 16, 0x10000);
   EXPECT(fp8moe_cuda_plan_prologue(&p, both) == FP8MOE_PROLOGUE_SEPARATE, "T*K = %d past %d rows: separate",
          (int)(p.T * p.K), (int)r->max_rows);
-  p = problem(1, 7168, 2048, 384, 8, 0x10000);
-  EXPECT(fp8moe_cuda_plan_prologue(&p, both) == FP8MOE_PROLOGUE_SEPARATE, "E = 384 past %d experts: separate",
-         (int)r->max_experts);
+  EXPECT(r->block_max_experts >= r->max_experts && r->block_max_experts <= FP8MOE_PROLOGUE_BLOCK_MAX_EXPERTS,
+         "one-block experts %d inside the kernel's %d", (int)r->block_max_experts, FP8MOE_PROLOGUE_BLOCK_MAX_EXPERTS);
+  p = problem(r->block_max_tokens, 7168, 2048, 384, 8, 0x10000);
+  EXPECT(fp8moe_cuda_plan_prologue(&p, both) == FP8MOE_PROLOGUE_BLOCK,
+         "E = 384 past %d experts at T = %d: one block (16 experts per lane)", (int)r->max_experts, (int)p.T);
+  EXPECT(fp8moe_cuda_plan_prologue(&p, FP8MOE_PROLOGUE_CLUSTER) == FP8MOE_PROLOGUE_SEPARATE,
+         "E = 384, the cluster only: separate");
+  p.routing_method = FP8MOE_ROUTING_PRECOMPUTED;
+  EXPECT(fp8moe_cuda_plan_prologue(&p, both) == FP8MOE_PROLOGUE_SEPARATE, "E = 384 PRECOMPUTED: separate");
+  p.routing_method = FP8MOE_ROUTING_DEFAULT;
+  p.T = r->block_max_tokens + 1;
+  EXPECT(fp8moe_cuda_plan_prologue(&p, both) == FP8MOE_PROLOGUE_SEPARATE, "E = 384 at T = %d: separate", (int)p.T);
+  p = problem(1, 7168, 2048, r->block_max_experts + 1, 8, 0x10000);
+  EXPECT(fp8moe_cuda_plan_prologue(&p, both | FP8MOE_PROLOGUE_TEAM) == FP8MOE_PROLOGUE_SEPARATE,
+         "E = %d past the one-block variant's experts: separate", (int)p.E);
   unsetenv("FP8MOE_CUDA_GEMM_FALLBACK");
   const uint32_t all = both | FP8MOE_PROLOGUE_TEAM;
   EXPECT(fp8moe_cuda_plan_context_prologue() == all, "default: both variants and the team offered");
@@ -488,7 +500,7 @@ static void prologue_rule(void) {
 /* The prologue's team rule (kernels/routing_team.cuh): T = 1 in the one-block variant with the team offered, E
  * within the team's bounds (by default only past route_token's max_experts; with FALLBACK 'a' from
  * team_any_min_experts), K ≤ 32, a logit-reading method, limited DeepSeek-V3 groups of exactly 32 experts; past
- * max_experts the one-block variant only with a team and the weight on the output. */
+ * max_experts the one-block variant routes with route_token's 16 experts per lane where no team does. */
 static void prologue_team_rule(void) {
   const uint32_t both = FP8MOE_PROLOGUE_CLUSTER | FP8MOE_PROLOGUE_BLOCK, all = both | FP8MOE_PROLOGUE_TEAM,
                  any = all | FP8MOE_PROLOGUE_TEAM_ANY;
@@ -521,19 +533,24 @@ static void prologue_team_rule(void) {
   p.routing_method = FP8MOE_ROUTING_DEEPSEEK_V3;
   p.n_group = p.topk_group = 1;
   EXPECT(fp8moe_cuda_plan_prologue(&p, all) == FP8MOE_PROLOGUE_BLOCK, "kimi-k2 T=1 (E = 384): one block, a team");
-  EXPECT(fp8moe_cuda_plan_prologue(&p, both) == FP8MOE_PROLOGUE_SEPARATE, "E = 384 without the team: separate");
+  EXPECT(fp8moe_cuda_plan_prologue_team(&p, both) == 0 && fp8moe_cuda_plan_prologue(&p, both) == FP8MOE_PROLOGUE_BLOCK,
+         "E = 384 without the team: one block, route_token");
   p.weight_on_input = 1;
-  EXPECT(fp8moe_cuda_plan_prologue(&p, any) == FP8MOE_PROLOGUE_SEPARATE, "E = 384, weight on the input: separate");
+  EXPECT(fp8moe_cuda_plan_prologue(&p, any) == FP8MOE_PROLOGUE_BLOCK && fp8moe_cuda_plan_prologue_team(&p, any) == 1,
+         "E = 384, weight on the input: one block, a team");
   p.weight_on_input = 0;
   p.n_group = 8;
   p.topk_group = 4;
-  EXPECT(fp8moe_cuda_plan_prologue(&p, any) == FP8MOE_PROLOGUE_SEPARATE, "E = 384 in groups of 48: separate");
+  EXPECT(fp8moe_cuda_plan_prologue_team(&p, any) == 0 && fp8moe_cuda_plan_prologue(&p, any) == FP8MOE_PROLOGUE_BLOCK,
+         "E = 384 in groups of 48: one block, route_token");
   p.n_group = 12;
   EXPECT(fp8moe_cuda_plan_prologue(&p, all) == FP8MOE_PROLOGUE_BLOCK, "E = 384 in groups of 32: a team");
   p.T = 2;
-  EXPECT(fp8moe_cuda_plan_prologue(&p, any) == FP8MOE_PROLOGUE_SEPARATE, "E = 384 at T = 2: separate");
+  EXPECT(fp8moe_cuda_plan_prologue_team(&p, any) == 0 && fp8moe_cuda_plan_prologue(&p, any) == FP8MOE_PROLOGUE_BLOCK,
+         "E = 384 at T = 2: one block, route_token");
   p = problem(1, 4096, 1024, r->team_max_experts + 1, 8, 0x10000);
-  EXPECT(fp8moe_cuda_plan_prologue(&p, any) == FP8MOE_PROLOGUE_SEPARATE, "E past the team: separate");
+  EXPECT(fp8moe_cuda_plan_prologue_team(&p, any) == 0 && fp8moe_cuda_plan_prologue(&p, any) == FP8MOE_PROLOGUE_SEPARATE,
+         "E past the team: separate");
   p = problem(1, 4096, 1024, r->team_max_experts, 8, 0x10000);
   EXPECT(fp8moe_cuda_plan_prologue(&p, all) == FP8MOE_PROLOGUE_BLOCK, "E = %d (softmax over all): a team",
          (int)p.E);

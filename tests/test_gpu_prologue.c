@@ -13,7 +13,8 @@
  *   - both agree with the CPU backend (ids exact, output within docs/TESTING.md's tolerance).
  * Shapes: every routing method at T = 1 / 2 / 5 / 8 (the one-block edge) / 9 (past it: cluster) / 64 (the
  * rule's edge) / 65 (past it: all separate), exact ties, NaN/±Inf logits, T = 1 (team routing: every method a team
- * takes on random, tied and non-finite logits and with fillers), expert parallelism (local_offset,
+ * takes on random, tied and non-finite logits and with fillers), 257–512 experts (the one-block variant to T = 8),
+ * expert parallelism (local_offset,
  * E_local), PRECOMPUTED (with out-of-range ids counted in device_status), the weight applied to the input in
  * every quantization mode, e4m3 hidden states, T = 0 — each on both sides of the one-block edge.
  * Skipped (77) without a usable CUDA device. */
@@ -317,15 +318,30 @@ static void ties_and_nonfinite(suite* s) {
     }
 }
 
+/* A routing method at a size, and the problem of it that one_token and wide_experts run: T tokens, block or
+ * per-tensor quantization by the parity of `variant`, compact logits. Returns pg_generate's status. */
+typedef struct routing_case {
+  int32_t method, E, K, n_group, topk_group;
+} routing_case;
+
+static int generate_case(pg_problem* p, const routing_case* rc, int64_t T, size_t variant, uint64_t seed) {
+  pg_config c;
+  config(&c, rc->method, variant % 2 ? FP8MOE_QUANT_FP8_PER_TENSOR : FP8MOE_QUANT_FP8_BLOCK128, T, rc->E, rc->K, seed);
+  if (rc->method == FP8MOE_ROUTING_DEEPSEEK_V3) {
+    c.n_group = rc->n_group;
+    c.topk_group = rc->topk_group;
+  }
+  c.logits_layout = PG_LOGITS_COMPACT;
+  return pg_generate(p, &c);
+}
+
 /* T = 1, where the one-block prologue routes with a team of warps (kernels/routing_team.cuh): every method, at E
  * multiple of 32 and not (lanes past E), grouped and ungrouped DeepSeek-V3, E past 256 (kimi-k2's 384 and 500: the
  * team alone routes those in one launch, the separate launches compare), K from 1 to 8, each on
  * random logits, exact ties, sprinkled NaN/±Inf, all NaN but two, all −Inf (every slot a filler) and three
  * selectable experts (fillers after them; grouped: their group and three all −Inf groups picked). */
 static void one_token(suite* s) {
-  static const struct {
-    int32_t method, E, K, n_group, topk_group;
-  } cases[] = {
+  static const routing_case cases[] = {
       {FP8MOE_ROUTING_DEEPSEEK_V3, 256, 8, 8, 4}, {FP8MOE_ROUTING_DEEPSEEK_V3, 256, 8, 1, 1},
       {FP8MOE_ROUTING_DEEPSEEK_V3, 128, 6, 4, 2}, {FP8MOE_ROUTING_RENORMALIZE, 100, 6, 1, 1},
       {FP8MOE_ROUTING_TOPK, 256, 8, 1, 1},        {FP8MOE_ROUTING_SIGMOID, 64, 4, 1, 1},
@@ -338,16 +354,9 @@ static void one_token(suite* s) {
   static const char* const tags[] = {"t1-random", "t1-ties", "t1-nonfin", "t1-nan", "t1-neginf", "t1-sparse"};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i)
     for (int pat = 0; pat < 6; ++pat) {
-      pg_config c;
-      config(&c, cases[i].method, (i + (size_t)pat) % 2 ? FP8MOE_QUANT_FP8_PER_TENSOR : FP8MOE_QUANT_FP8_BLOCK128, 1,
-             cases[i].E, cases[i].K, 800 + 10 * (uint64_t)i + (uint64_t)pat);
-      if (cases[i].method == FP8MOE_ROUTING_DEEPSEEK_V3) {
-        c.n_group = cases[i].n_group;
-        c.topk_group = cases[i].topk_group;
-      }
-      c.logits_layout = PG_LOGITS_COMPACT;
       pg_problem p;
-      if (pg_generate(&p, &c) != 0) continue;
+      if (generate_case(&p, &cases[i], 1, i + (size_t)pat, 800 + 10 * (uint64_t)i + (uint64_t)pat) != 0) continue;
+      const pg_config c = p.cfg;
       const int32_t E = c.E;
       for (int32_t e = 0; e < E && pat > 0; ++e) {
         double v = pat == 1 ? 0.25 * (double)((e * 7) % 3) - 0.5 : pat == 3 ? NAN : pat >= 4 ? -INFINITY : 0.0;
@@ -358,6 +367,31 @@ static void one_token(suite* s) {
       }
       pg_describe(&p);
       compare_paths(s, &p, tags[pat], 1, -1);
+      pg_free(&p);
+    }
+}
+
+/* 257–512 experts: the one-block variant up to T = 8 (route_token with 16 experts per lane; a team at T = 1),
+ * separate launches past it: ungrouped (kimi-k2), groups of 32 and of 48 experts, the softmax over all experts,
+ * the weight on the input (the quantizing block routes its token too), random and tied logits. */
+static void wide_experts(suite* s) {
+  static const routing_case cases[] = {
+      {FP8MOE_ROUTING_DEEPSEEK_V3, 384, 8, 1, 1}, {FP8MOE_ROUTING_DEEPSEEK_V3, 384, 8, 12, 4},
+      {FP8MOE_ROUTING_DEEPSEEK_V3, 384, 8, 8, 4}, {FP8MOE_ROUTING_RENORMALIZE_NAIVE, 384, 6, 1, 1},
+      {FP8MOE_ROUTING_RENORMALIZE, 500, 8, 1, 1}, {FP8MOE_ROUTING_LLAMA4, 384, 1, 1, 1},
+  };
+  static const int64_t Ts[] = {1, 2, 5, 8, 9};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i)
+    for (size_t t = 0; t < sizeof Ts / sizeof Ts[0]; ++t) {
+      const int ties = (i + t) % 3 == 2;
+      pg_problem p;
+      if (generate_case(&p, &cases[i], Ts[t], i + t, 900 + 10 * (uint64_t)i + (uint64_t)t) != 0) continue;
+      const pg_config c = p.cfg;
+      for (int64_t tok = 0; tok < c.T && ties; ++tok)
+        for (int32_t e = 0; e < c.E; ++e)
+          pg_set(p.logits, c.logits_dtype, tok * c.E + e, 0.25 * (double)((e * 7 + tok) % 3) - 0.5);
+      if (ties) pg_describe(&p);
+      compare_paths(s, &p, ties ? "wide-ties" : "wide", 1, -1);
       pg_free(&p);
     }
 }
@@ -492,6 +526,7 @@ int main(void) {
     every_method(&s);
     ties_and_nonfinite(&s);
     one_token(&s);
+    wide_experts(&s);
     expert_parallel(&s);
     precomputed(&s);
     weight_on_input(&s);

@@ -335,12 +335,12 @@ const fp8moe_plan_row* fp8moe_cuda_plan_pick(int32_t gemm, int32_t cc, const fp8
  * route_token keeps those, and FALLBACK 'a' (team_any_min_experts) measures them. One warp (E ≤ 32): the team's
  * ranks and barriers measured 0.4 µs slower than route_token's K rounds at mixtral-8x7b (E = 8, K = 2). */
 static const fp8moe_prologue_rule k_prologue = {
-    64, 512, 256, 8, 64, 257, 512, 33,
-    "small T: routing, slot list and input quantization in one launch, memsets folded in; one block at T ≤ 8; "
-    "one token routed by a team of warps"};
+    64, 512, 256, 8, 64, 512, 257, 512, 33,
+    "small T: routing, slot list and input quantization in one launch, memsets folded in; one block at T ≤ 8 "
+    "(up to 512 experts); one token of 257+ experts routed by a team of warps"};
 _Static_assert(64 <= FP8MOE_PROLOGUE_MAX_TOKENS && 512 <= FP8MOE_PROLOGUE_MAX_ROWS &&
                    256 <= FP8MOE_PROLOGUE_MAX_EXPERTS && 8 <= FP8MOE_PROLOGUE_BLOCK_MAX_TOKENS &&
-                   512 <= FP8MOE_PROLOGUE_TEAM_MAX_EXPERTS,
+                   512 <= FP8MOE_PROLOGUE_BLOCK_MAX_EXPERTS && 512 <= FP8MOE_PROLOGUE_TEAM_MAX_EXPERTS,
                "the prologue rule stays inside the kernel's limits (kernels_internal.h)");
 
 const fp8moe_prologue_rule* fp8moe_cuda_plan_prologue_rule(void) { return &k_prologue; }
@@ -384,11 +384,12 @@ uint32_t fp8moe_cuda_plan_prologue(const fp8moe_problem* p, uint32_t context_pro
   const fp8moe_prologue_rule* r = &k_prologue;
   const int64_t rows = p->T * (int64_t)p->K;
   if (p->T < 1 || p->T > r->max_tokens || rows > r->max_rows) return FP8MOE_PROLOGUE_SEPARATE;
+  const int block = (context_prologue & FP8MOE_PROLOGUE_BLOCK) && p->T <= r->block_max_tokens && rows <= r->block_max_rows;
   if (p->E > r->max_experts)
-    return !p->weight_on_input && fp8moe_cuda_plan_prologue_team(p, context_prologue) ? FP8MOE_PROLOGUE_BLOCK
-                                                                                      : FP8MOE_PROLOGUE_SEPARATE;
-  if ((context_prologue & FP8MOE_PROLOGUE_BLOCK) && p->T <= r->block_max_tokens && rows <= r->block_max_rows)
-    return FP8MOE_PROLOGUE_BLOCK;
+    return block && p->E <= r->block_max_experts && p->routing_method != FP8MOE_ROUTING_PRECOMPUTED
+               ? FP8MOE_PROLOGUE_BLOCK
+               : FP8MOE_PROLOGUE_SEPARATE;
+  if (block) return FP8MOE_PROLOGUE_BLOCK;
   return context_prologue & FP8MOE_PROLOGUE_CLUSTER;
 }
 

@@ -179,9 +179,10 @@ typedef struct fp8moe_prologue_rule {
   int32_t max_experts; /* E: experts per lane in registers */
   int32_t block_max_tokens; /* at most this T and ... */
   int32_t block_max_rows;   /* ... this T·K: the one-block variant (no cluster) where the context offers it */
+  int32_t block_max_experts; /* the one-block variant also past max_experts, up to this, where routing reads
+                                logits (16 experts per lane; the cluster's larger blocks hold 8) */
   int32_t team_min_experts; /* T = 1 in the one-block variant: a team of ⌈E/32⌉ warps routes the token where */
-  int32_t team_max_experts; /* E is within these (and the method lets a team route); up to team_max_experts also
-                               past max_experts (the team holds one expert per lane, not 8) */
+  int32_t team_max_experts; /* E is within these (and the method lets a team route) */
   int32_t team_any_min_experts; /* team_min_experts where the context offers FP8MOE_PROLOGUE_TEAM_ANY */
   const char* why;
 } fp8moe_prologue_rule;
@@ -214,9 +215,7 @@ int32_t fp8moe_cuda_plan_prologue_team(const fp8moe_problem* p, uint32_t context
 
 /* The variant run takes (FP8MOE_PROLOGUE_*): T ≥ 1 within the rule, the one-block variant where T and T·K are
  * within its bounds and the context offers it, else the cluster where offered, else separate launches; past
- * max_experts only the one-block variant with a team (fp8moe_cuda_plan_prologue_team) where the weight applies
- * to the output (a weight on the input is routed again by the quantizing block, one warp with ≤ 8 experts per
- * lane). */
+ * max_experts (up to block_max_experts) only the one-block variant, and only where routing reads logits. */
 uint32_t fp8moe_cuda_plan_prologue(const fp8moe_problem* p, uint32_t context_prologue);
 
 /* 1 where FP8MOE_CUDA_GEMM_FALLBACK contains 'w' (read at context creation): routing and the prologue's slot
