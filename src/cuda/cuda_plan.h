@@ -202,8 +202,8 @@ const fp8moe_prologue_rule* fp8moe_cuda_plan_prologue_rule(void);
 /* At context creation, the variants FP8MOE_CUDA_GEMM_FALLBACK leaves (A/B switches; the GPU tests compare the
  * paths with them): all three by default; "p": none (separate routing, permutation and quantization launches at
  * every T); "c": the cluster only (the cluster variant also where the rule would take the one-block one); "t" or
- * "w": no team routing (route_token's one warp per token at T = 1 too, and E ≤ max_experts everywhere); "a": the
- * team at every E it can route (FP8MOE_PROLOGUE_TEAM_ANY), not only past max_experts. The
+ * "w": no team routing (route_token's one warp per token at T = 1 too; past max_experts with 16 experts per
+ * lane); "a": the team at every E it can route (FP8MOE_PROLOGUE_TEAM_ANY), not only past max_experts. The
  * backend further clears FP8MOE_PROLOGUE_CLUSTER where the cluster does not fit the device. */
 uint32_t fp8moe_cuda_plan_context_prologue(void);
 
