@@ -60,16 +60,14 @@ __device__ __forceinline__ void cp_async_4(uint32_t dst, const void* src, int by
 }
 
 /* Claimed items, the producer warpgroup past the last item: the next stage in ring order carries item −1 and
- * no data (every producer thread waits for the slot, as for a stage, and arrives; thread 0 twice, in place of
- * its expect_tx), so the consumer warpgroup that waits for it there learns that the CTA is done. */
+ * no data (every producer thread waits for the slot, as for a stage, and gives its kGatherArrivals arrivals;
+ * thread 0 one more, in place of its expect_tx), so the consumer warpgroup that waits for it there learns
+ * that the CTA is done. */
 __device__ __forceinline__ void end_claims(PairAddr sm, uint32_t it) {
   const uint32_t s = it % kStages;
   mbar_wait(sm.empty(s), ((it / kStages) & 1u) ^ 1u);
-  if (threadIdx.x == 0) {
-    st_shared_s32(sm.stage_item(s), -1);
-    mbar_arrive(sm.full(s));
-  }
-  mbar_arrive(sm.full(s));
+  if (threadIdx.x == 0) st_shared_s32(sm.stage_item(s), -1);
+  mbar_arrive_count(sm.full(s), kGatherArrivals + (threadIdx.x == 0 ? 1u : 0u));
 }
 
 /* Producer warpgroup: thread p copies 16-byte chunk p % 8 of rows p / 8 + 16i (i < 8) of the pair's 128 rows
@@ -178,7 +176,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 #if FP8MOE_SM90A
   extern __shared__ uint8_t smem_raw[];
   /* the TMA issuer's expect_tx + every gathering producer thread; ALT: one warpgroup reads each stage */
-  init_pair_barriers(smem_raw, 1 + 128, ALT ? 128u : static_cast<uint32_t>(kConsumers));
+  init_pair_barriers(smem_raw, 1 + 128 * kGatherArrivals, ALT ? 128u : static_cast<uint32_t>(kConsumers));
   /* Nothing is computed before the split: ptxas budgets code before setmaxnreg.dec at the producers' 40
    * registers, and values live across it were spilled. */
   __syncthreads(); /* the barriers are initialized */

@@ -95,7 +95,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   constexpr int kPeers = CLUSTER ? 2 : 1;
   extern __shared__ uint8_t smem_raw[];
   Smem& sm = aligned_smem<Smem>(smem_raw); /* shared and aligned to the compiler: the epilogue's LDS/STS */
-  init_barriers<kPeers>(sm, 1 + 128);
+  init_barriers<kPeers>(sm, 1 + 128 * kGatherArrivals);
   const int32_t tiles = *a.num_tiles;
   const int32_t col_blocks = a.I / kBN;
   const int32_t items = tiles * col_blocks; /* < 2^31: the launcher checks max_tiles · col_blocks */

@@ -502,7 +502,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   Smem& sm = sm90::aligned_smem<Smem>(smem_raw);
   if (threadIdx.x == 0) {
     for (int s = 0; s < kStages; ++s) {
-      sm90::mbar_init(&sm.full[s], 1 + 32); /* lane 0's expect_tx + every gathering lane */
+      sm90::mbar_init(&sm.full[s], 1 + 32 * sm90::kGatherArrivals); /* lane 0's expect_tx + every gathering lane */
       sm90::mbar_init(&sm.empty[s], kConsumers);
     }
     sm90::mbar_init_fence();

@@ -108,6 +108,10 @@ __device__ __forceinline__ void mbar_arrive(uint32_t b) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(b) : "memory");
 }
 __device__ __forceinline__ void mbar_arrive(uint64_t* b) { mbar_arrive(saddr(b)); }
+/* count arrivals at once (count ≥ 1) */
+__device__ __forceinline__ void mbar_arrive_count(uint32_t b, uint32_t count) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0], %1;\n" ::"r"(b), "r"(count) : "memory");
+}
 __device__ __forceinline__ void mbar_arrive_expect_tx(uint32_t b, uint32_t bytes) {
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(b), "r"(bytes) : "memory");
 }
@@ -161,13 +165,17 @@ __device__ __forceinline__ void mbar_wait_cluster(uint64_t* b, uint32_t parity) 
 __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 
 /* A gathering producer thread's share of a stage's full barrier (GEMM1; docs/GPU.md "The gathering producers'
- * publication"): cp.async.mbarrier.arrive (without .noinc) raises the barrier's pending count now and lowers it
- * when every cp.async this thread has issued lands, and the plain arrive counts the thread (its release also
- * orders the thread's st.shared scale stores before the phase completes). The thread never waits for its own
- * copies, so all kStages stages can be in flight; the consumers fence the proxies after their full wait
- * (GATHERED in consume() and consume_pair()), the first point where the copies are known to have landed. */
+ * publication"): two arrivals per thread and stage, so a full barrier counts kGatherArrivals per gathering
+ * thread. cp.async.mbarrier.arrive.noinc arrives when every cp.async this thread has issued lands, and the
+ * plain arrive's release orders the thread's st.shared stores (scales, the claimed item) before the phase
+ * completes. The form without .noinc (one counted arrival, the copies tracked through a count raised at
+ * issue) is equivalent by the PTX ISA, but compute-sanitizer synccheck reports "Missing wait" for it and
+ * aborts the kernel (docs/GPU.md "The gathering producers' publication"). The thread never waits for its own copies, so all kStages stages can be in flight; the consumers fence the
+ * proxies after their full wait (GATHERED in consume() and consume_pair()), the first point where the copies
+ * are known to have landed. */
+constexpr uint32_t kGatherArrivals = 2;
 __device__ __forceinline__ void publish_gathered(uint32_t bar) {
-  asm volatile("cp.async.mbarrier.arrive.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
   mbar_arrive(bar);
 }
 __device__ __forceinline__ void publish_gathered(uint64_t* bar) { publish_gathered(saddr(bar)); }
