@@ -228,6 +228,7 @@ typedef struct fp8moe_gemm1_args {
                                   order as they finish one (docs/GPU.md "Claimed items") */
   float* stream_partials;      /* stream kernels only: [FP8MOE_STREAM_MAX_CTAS][2][FP8MOE_STREAM_PARTIAL_FLOATS] */
   uint32_t* stream_counters;   /* stream kernels only: [FP8MOE_STREAM_MAX_CTAS], zero at the kernel's start */
+  int32_t stream_handoff;      /* stream kernels only: 1 = the variant with an epilogue warpgroup (the plan's) */
 } fp8moe_gemm1_args;
 int fp8moe_launch_gemm1(const fp8moe_gemm1_args* a, cudaStream_t stream);
 /* sm_90a: needs tile_m 64, w 16-byte aligned with strides multiples of 16, a->tma_encode; encodes the weight
@@ -288,6 +289,7 @@ typedef struct fp8moe_gemm2_args {
                                   clusters (fp8moe_prepare_gemm2_sm90_clusters); 0 the one-CTA kernel */
   float* stream_partials;      /* stream kernels only, as GEMM1 (the two kernels share the slices) */
   uint32_t* stream_counters;
+  int32_t stream_handoff;      /* stream kernels only, as GEMM1 */
 } fp8moe_gemm2_args;
 int fp8moe_launch_gemm2(const fp8moe_gemm2_args* a, cudaStream_t stream);
 int fp8moe_prepare_gemm2(void); /* as fp8moe_prepare_gemm1 */

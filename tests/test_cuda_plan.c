@@ -291,6 +291,12 @@ static void sm90_variants(void) {
          "FALLBACK=y: the pair kernel's static item walk, nothing else changed");
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "12dkjpcstgqruomn", 1);
   EXPECT(fp8moe_cuda_plan_context_sm90_variant().gemm1_claim == 1, "FALLBACK without y: claimed items");
+  EXPECT(fp8moe_cuda_plan_context_sm90_variant().stream_handoff == 1, "FALLBACK without h: the stream handoff");
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "h", 1);
+  EXPECT(variant_is(overlap, grouped, grouped) && clusters_are(0) &&
+             fp8moe_cuda_plan_context_sm90_variant().gemm1_claim == 1 &&
+             fp8moe_cuda_plan_context_sm90_variant().stream_handoff == 0,
+         "FALLBACK=h: the stream GEMMs without their epilogue warpgroup, nothing else changed");
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "o", 1);
   EXPECT(variant_is(overlap, grouped, column), "FALLBACK=o: GEMM2 column-block major, GEMM1 grouped");
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "u", 1);
@@ -991,8 +997,53 @@ static void pair_lists(void) {
   }
 }
 
+/* The stream GEMMs' epilogue-warpgroup variant (fp8moe_cuda_plan_stream_handoff, docs/GPU.md "The epilogue
+ * warpgroup") at the points measured on the H200 (132 SMs; GEMM1 units per tile I / 128, GEMM2 ⌈H / 256⌉) and
+ * at its two edges. */
+static void stream_handoff_rule(void) {
+  static const struct {
+    int64_t T, H, I;
+    int32_t E, K;
+    int32_t gemm1, gemm2;
+    const char* what;
+  } k[] = {
+      {1, 7168, 2048, 256, 8, 0, 0, "deepseek-v3 T=1 (128 and 224 units: one segment per CTA)"},
+      {2, 7168, 2048, 256, 8, 0, 1, "deepseek-v3 T=2 (256 GEMM1 units < 2 per CTA; 448 GEMM2 units)"},
+      {8, 7168, 2048, 256, 8, 1, 1, "deepseek-v3 T=8"},
+      {32, 7168, 2048, 256, 8, 1, 1, "deepseek-v3 T=32 (1 row per expert)"},
+      {128, 7168, 2048, 256, 8, 0, 0, "deepseek-v3 T=128 (4 rows per expert)"},
+      {8, 2048, 768, 128, 8, 1, 1, "qwen3-30b-a3b T=8"},
+      {32, 2048, 768, 128, 8, 1, 1, "qwen3-30b-a3b T=32"},
+      {128, 2048, 768, 128, 8, 0, 0, "qwen3-30b-a3b T=128 (8 rows per expert)"},
+      {1, 4096, 1408, 128, 8, 0, 0, "glm-4.5-air T=1"},
+      {32, 4096, 1408, 128, 8, 1, 1, "glm-4.5-air T=32"},
+      {128, 4096, 1408, 128, 8, 0, 0, "glm-4.5-air T=128"},
+      {8, 4096, 14336, 8, 2, 1, 0, "mixtral-8x7b T=8 (GEMM2: 128 units, one segment per CTA)"},
+      {32, 4096, 14336, 8, 2, 0, 0, "mixtral-8x7b T=32 (8 rows per expert)"},
+  };
+  for (size_t i = 0; i < sizeof k / sizeof k[0]; ++i) {
+    const fp8moe_problem p = problem(k[i].T, k[i].H, k[i].I, k[i].E, k[i].K, 0x10000);
+    const int32_t h1 = fp8moe_cuda_plan_stream_handoff(&p, k[i].I / 128, 132);
+    const int32_t h2 = fp8moe_cuda_plan_stream_handoff(&p, (k[i].H + 255) / 256, 132);
+    EXPECT(h1 == k[i].gemm1 && h2 == k[i].gemm2, "%s: handoff GEMM1 %d GEMM2 %d, expected %d %d", k[i].what, (int)h1,
+           (int)h2, (int)k[i].gemm1, (int)k[i].gemm2);
+  }
+  /* the edges: rows per expert just below FP8MOE_STREAM_HANDOFF_ROWS, and FP8MOE_STREAM_HANDOFF_UNITS units per CTA */
+  const int64_t rows_T = (int64_t)FP8MOE_STREAM_HANDOFF_ROWS * 128 / 8; /* T·K = ROWS·E at E = 128, K = 8 */
+  const fp8moe_problem at_rows = problem(rows_T, 2048, 768, 128, 8, 0x10000),
+                       below_rows = problem(rows_T - 1, 2048, 768, 128, 8, 0x10000);
+  EXPECT(!fp8moe_cuda_plan_stream_handoff(&at_rows, 6, 132) && fp8moe_cuda_plan_stream_handoff(&below_rows, 6, 132),
+         "%d rows per expert: no handoff; one token fewer: the handoff", FP8MOE_STREAM_HANDOFF_ROWS);
+  const fp8moe_problem q = problem(32, 2048, 768, 128, 8, 0x10000); /* 128 active experts */
+  const int32_t edge = 256 / FP8MOE_STREAM_HANDOFF_UNITS; /* 2 units per tile × 128 tiles */
+  EXPECT(fp8moe_cuda_plan_stream_handoff(&q, 2, edge) && !fp8moe_cuda_plan_stream_handoff(&q, 2, edge + 1) &&
+             !fp8moe_cuda_plan_stream_handoff(&q, 2, 0),
+         "256 units: the handoff on %d CTAs, not on one more (nor on none)", (int)edge);
+}
+
 int main(void) {
   gemm1_pairs();
+  stream_handoff_rule();
   size_rule();
   gemm2_pairs();
   pair_lists();

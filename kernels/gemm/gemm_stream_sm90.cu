@@ -2,7 +2,11 @@
  * requantization fused) and GEMM2 (y by slot) for tiles of 16 expert-sorted rows holding 1–16 real tokens,
  * where the cost is reading the selected experts' weights once (docs/GPU.md "Weight-streaming decode GEMMs").
  * Same contract, arithmetic and conventions as gemm_decode.cu (the register path they replace on cc 9.0).
- *  - One persistent CTA per SM: a producer warp and one consumer warpgroup (160 threads). The producer's lane 0
+ *  - One persistent CTA per SM: a producer warp and an MMA warpgroup (160 threads), or with HANDOFF (the
+ *    plan's choice where CTAs hold several short units: fp8moe_cuda_plan_stream_handoff) also an epilogue
+ *    warpgroup (288 threads): the MMA warpgroup hands each finished segment's accumulators over through
+ *    shared memory and goes on with the next unit's stages while the epilogue warpgroup runs the fixup and
+ *    the epilogue. The producer's lane 0
  *    loads per stage two 128-row × 128-K boxes of weights by TMA (the 3-D map [E, N rows, K bytes] with the
  *    128-byte swizzle that the sm90 tile GEMMs use) into a ring of kStages stages (6 × 32 KB of weights
  *    in flight per SM) guarded by full/empty mbarriers (the protocol of wgmma_sm90.cuh); the tile's 16 token
@@ -48,8 +52,13 @@ constexpr int kBox = 128;                        /* weight rows per TMA box */
 constexpr int kUnitRows = FP8MOE_STREAM_UNIT_ROWS; /* weight rows per unit: two boxes */
 static_assert(kUnitRows == 2 * kBox, "a stage loads a unit's two boxes");
 constexpr int kStages = FP8MOE_STREAM_STAGES;
-constexpr int kConsumers = 128;                  /* one warpgroup: warps 0–3 */
-constexpr int kThreads = kConsumers + 32;        /* + the producer warp */
+constexpr int kConsumers = 128;                  /* the MMA warpgroup: warps 0–3 */
+constexpr int kEpilogue = 128;                   /* the epilogue warpgroup (HANDOFF kernels): warps 4–7 */
+/* The producer warp's first thread and the block size: MMA warpgroup (+ epilogue warpgroup) + producer warp. */
+template <bool HANDOFF>
+__host__ __device__ constexpr int producer_thread() { return HANDOFF ? kConsumers + kEpilogue : kConsumers; }
+template <bool HANDOFF>
+__host__ __device__ constexpr int block_threads() { return producer_thread<HANDOFF>() + 32; }
 constexpr int kBoxBytes = kBox * kBK;
 constexpr int kXBytes = kRows * kBK;
 constexpr int kEpiPitch = kUnitRows + 4;
@@ -65,11 +74,16 @@ static_assert(sizeof(Stage) % 1024 == 0, "the 128-byte swizzle repeats every 102
 
 struct Smem {
   Stage st[kStages];
-  float epi[kRows][kEpiPitch]; /* the finished unit, token-major, for coalesced epilogue stores */
+  /* A finished unit: first the MMA warpgroup's accumulators handed to the epilogue warpgroup ([element]
+   * [thread], hand_over), then the epilogue's token-major rows for coalesced stores. */
+  float epi[kRows][kEpiPitch];
   uint64_t full[kStages];
   uint64_t empty[kStages];
-  int32_t last; /* the fixup's verdict, broadcast to the consumers */
+  uint64_t epi_full;  /* the accumulators are in epi (kConsumers arrivals) */
+  uint64_t epi_empty; /* the epilogue is done reading epi (kEpilogue arrivals) */
+  int32_t last;       /* the fixup's verdict, broadcast to the epilogue warpgroup */
 };
+static_assert(kRows * kEpiPitch >= kPartial, "epi holds a whole unit's accumulators");
 constexpr size_t kSmemBytes = sizeof(Smem) + 1024; /* + slack to align the dynamic buffer to 1024 */
 static_assert(kSmemBytes <= 232448, "within the 227 KB a Hopper CTA may have");
 
@@ -132,8 +146,10 @@ __device__ __forceinline__ void prefetch_map(const CUtensorMap* m) {
  * (MEMBAR.ALL.GPU) orders the same accesses for it (PTX memory model: release and acquire patterns). */
 __device__ __forceinline__ void fence_acq_rel_gpu() { asm volatile("fence.acq_rel.gpu;\n" ::: "memory"); }
 
-/* Named barrier of the consumer warpgroup (id 1; 0 is __syncthreads). */
-__device__ __forceinline__ void consumer_sync() { asm volatile("bar.sync 1, %0;\n" ::"n"(kConsumers) : "memory"); }
+/* Named barrier of the warpgroup that runs the fixup and the epilogue (id 1; 0 is __syncthreads). */
+__device__ __forceinline__ void epilogue_sync() { asm volatile("bar.sync 1, %0;\n" ::"n"(kEpilogue) : "memory"); }
+/* A thread's index in its warpgroup: the epilogue warpgroup's thread t plays the MMA thread t's part. */
+__device__ __forceinline__ int wg_thread() { return static_cast<int>(threadIdx.x % 128); }
 
 /* Accumulator element i of a thread: weight row inside its 64-row M block, token (column), and the index
  * of the token among the thread's N/4 tokens. */
@@ -148,37 +164,83 @@ __device__ __forceinline__ float activate(int32_t act, float g, float u) {
   return g / (1.0f + expf(-g)) * u;
 }
 
-/* The tile's rows as one consumer warp sees them: lane l < 16 holds sorted_slots[row0 + l]; real rows come
- * first (the permutation pads each expert's rows at the end of its last tile). */
+/* The tile's rows as one warp sees them: lane l < 16 holds sorted_slots[row0 + l]; real rows come first (the
+ * permutation pads each expert's rows at the end of its last tile). */
 struct TileRows {
   int32_t slot; /* this lane's row's slot (lanes ≥ 16: −1) */
   int real;     /* real rows in the tile */
 };
-__device__ __forceinline__ TileRows tile_rows(const int32_t* sorted_slots, int64_t row0) {
-  const int lane = threadIdx.x % 32;
-  TileRows t;
-  t.slot = lane < kRows ? sorted_slots[row0 + lane] : -1;
-  t.real = __popc(__ballot_sync(0xffffffffu, t.slot >= 0));
-  return t;
-}
 
-/* The consumers' walk over their range, the same for both GEMMs: unit u = tile (fastest) × UNIT_ROWS weight
- * rows, its segment of blocks, the tile's rows and expert; unit(seg, it, e, row0, n0, tr) consumes one
- * segment from ring position it on. */
+/* The walk over the CTA's range, the same for both GEMMs and both warpgroups: unit u = tile (fastest) ×
+ * UNIT_ROWS weight rows, its segment of blocks, the tile's rows and expert; unit(seg, it, j, e, row0, n0, tr)
+ * handles the CTA's j-th segment, which the MMA warpgroup consumes from ring position it on. The next
+ * unit's expert and row slots are loaded before this unit's work, so that their latency hides under it
+ * instead of standing between two units (docs/GPU.md "The epilogue warpgroup"). */
 template <int UNIT_ROWS, class Unit>
 __device__ __forceinline__ void walk_units(const Range& rg, const int32_t* sorted_slots, const int32_t* tile_expert,
                                            Unit unit) {
-  uint32_t it = 0;
-  for (int64_t i = rg.begin; i < rg.end;) {
+  const int lane = threadIdx.x % 32;
+  int32_t e_next = 0, slot_next = -1;
+  auto fetch = [&](int64_t i) { /* the unit of iteration i */
+    const int tile = static_cast<int>((i / rg.kblocks) % rg.tiles);
+    e_next = tile_expert[tile];
+    slot_next = lane < kRows ? sorted_slots[static_cast<int64_t>(tile) * kRows + lane] : -1;
+  };
+  if (rg.begin < rg.end) fetch(rg.begin);
+  uint32_t it = 0, j = 0;
+  for (int64_t i = rg.begin; i < rg.end; ++j) {
     const int64_t u = i / rg.kblocks;
     const int tile = static_cast<int>(u % rg.tiles);
     const int32_t n0 = static_cast<int32_t>(u / rg.tiles) * UNIT_ROWS;
     const fp8moe_split_segment seg = fp8moe_split_segment_of(u, rg.kblocks, rg.begin, rg.end, rg.work, rg.ctas);
     const int64_t row0 = static_cast<int64_t>(tile) * kRows;
-    const TileRows tr = tile_rows(sorted_slots, row0);
-    unit(seg, it, tile_expert[tile], row0, n0, tr);
+    TileRows tr;
+    tr.slot = slot_next;
+    tr.real = __popc(__ballot_sync(0xffffffffu, tr.slot >= 0));
+    const int32_t e = e_next;
     i += seg.kb1 - seg.kb0;
+    if (i < rg.end) fetch(i);
+    unit(seg, it, j, e, row0, n0, tr);
   }
+}
+
+/* HANDOFF: the MMA warpgroup hands the CTA's j-th finished segment to the epilogue warpgroup through sm.epi and
+ * goes on with the next unit's stages while the epilogue (fixup, activation and requantization or y stores)
+ * runs: with one warpgroup doing both, each unit end left the ring full and no weight bytes in flight for the
+ * epilogue's length (docs/GPU.md "The epilogue warpgroup"). [element][thread]: conflict-free. */
+template <int N>
+__device__ __forceinline__ void hand_over(Smem& sm, const float (&acc)[4][N / 2], uint32_t j) {
+  constexpr int R = N / 2;
+  mbar_wait(&sm.epi_empty, (j & 1u) ^ 1u); /* the epilogue of segment j − 1 is done reading epi */
+  float* h = &sm.epi[0][0];
+  const int ct = wg_thread();
+#pragma unroll
+  for (int m = 0; m < 4; ++m)
+#pragma unroll
+    for (int i = 0; i < R; ++i) h[(m * R + i) * kConsumers + ct] = acc[m][i];
+  mbar_arrive(&sm.epi_full);
+}
+/* The ring (full: full_count arrivals; empty: the MMA warpgroup) and the epi handoff; thread 0, before the
+ * __syncthreads that publishes them. */
+__device__ __forceinline__ void init_barriers(Smem& sm, uint32_t full_count) {
+  for (int s = 0; s < kStages; ++s) {
+    sm90::mbar_init(&sm.full[s], full_count);
+    sm90::mbar_init(&sm.empty[s], kConsumers);
+  }
+  sm90::mbar_init(&sm.epi_full, kConsumers);
+  sm90::mbar_init(&sm.epi_empty, kEpilogue);
+  sm90::mbar_init_fence();
+}
+template <int N>
+__device__ __forceinline__ void take_over(Smem& sm, float (&acc)[4][N / 2], uint32_t j) {
+  constexpr int R = N / 2;
+  mbar_wait(&sm.epi_full, j & 1u);
+  const float* h = &sm.epi[0][0];
+  const int ct = wg_thread();
+#pragma unroll
+  for (int m = 0; m < 4; ++m)
+#pragma unroll
+    for (int i = 0; i < R; ++i) acc[m][i] = h[(m * R + i) * kConsumers + ct];
 }
 
 /* ------------------------------------------------------------------------------------------ consumers */
@@ -245,7 +307,7 @@ __device__ __forceinline__ bool fixup(Smem& sm, const fp8moe_split_segment& seg,
                                       float (&acc)[4][N / 2]) {
   constexpr int R = N / 2;
   if (seg.first == seg.last) return true;
-  const int ct = threadIdx.x;
+  const int ct = wg_thread();
   const int me = static_cast<int>(blockIdx.x);
   float* mine = partials + (static_cast<size_t>(me) * 2 + seg.slot) * kPartial;
 #pragma unroll
@@ -253,14 +315,14 @@ __device__ __forceinline__ bool fixup(Smem& sm, const fp8moe_split_segment& seg,
 #pragma unroll
     for (int i = 0; i < R; ++i) __stcg(mine + (m * R + i) * kConsumers + ct, acc[m][i]);
   fence_acq_rel_gpu(); /* the partial is visible at gpu scope before the counter says it is there */
-  consumer_sync();
+  epilogue_sync();
   if (ct == 0) {
     const uint32_t segments = static_cast<uint32_t>(seg.last - seg.first + 1);
     sm.last = atomicAdd(counters + seg.first, 1u) == segments - 1u;
   }
-  consumer_sync();
+  epilogue_sync();
   const bool last = sm.last != 0;
-  if (!last) return false; /* sm.last is written again only after the next unit's first consumer_sync */
+  if (!last) return false; /* sm.last is written again only after the next unit's first epilogue_sync */
   fence_acq_rel_gpu(); /* acquire: every other segment's partial is visible */
   /* Two segments' loads per trip (one L2 round trip for both), added in CTA order: the K order is fixed. */
   auto seg_value = [&](int c, int m, int i) {
@@ -402,9 +464,10 @@ __device__ __forceinline__ Factors1<N / 4> factors1(const fp8moe_gemm1_args& a, 
     if (SCALE == FP8MOE_SCALE_ROW) f.sx[b] = t >= 0 ? kref_at(a.x_scale, t) : 0.0f;
     f.tw[b] = (a.token_weight && slot >= 0) ? a.token_weight[slot] : 1.0f;
   }
-  if (SCALE == FP8MOE_SCALE_ROW && threadIdx.x < 8) { /* 4 lines of 32 fp32 row scales per 128-row box */
-    const int k = threadIdx.x / 4;
-    prefetch_l2(a.w_scale, e, ((a.gate_first != 0) == (k == 0) ? 0 : a.I) + n0 + 32 * (threadIdx.x % 4));
+  const int ct = wg_thread();
+  if (SCALE == FP8MOE_SCALE_ROW && ct < 8) { /* 4 lines of 32 fp32 row scales per 128-row box */
+    const int k = ct / 4;
+    prefetch_l2(a.w_scale, e, ((a.gate_first != 0) == (k == 0) ? 0 : a.I) + n0 + 32 * (ct % 4));
   }
   return f;
 }
@@ -414,13 +477,13 @@ __device__ __forceinline__ Factors1<N / 4> factors1(const fp8moe_gemm1_args& a, 
  * requantize the token's 128 columns (the group's amax is CTA-local) as gemm_decode.cu does. */
 template <int SCALE, int N>
 __device__ __forceinline__ void epilogue1(const fp8moe_gemm1_args& a, Smem& sm, float (&acc)[4][N / 2], int32_t e,
-                                          int64_t row0, int32_t n0, const Factors1<N / 4>& f) {
+                                          int64_t row0, int32_t n0, const Factors1<N / 4>& f, bool release) {
   constexpr int R = N / 2;
-  const int ct = threadIdx.x, lane = ct % 32;
+  const int ct = wg_thread(), lane = ct % 32;
   const int32_t gate_row = (a.gate_first ? 0 : a.I) + n0, up_row = (a.gate_first ? a.I : 0) + n0;
   const float* sx = f.sx;
   const float* tw = f.tw;
-  consumer_sync(); /* the previous unit's requantization is done reading epi */
+  epilogue_sync(); /* the accumulators are out of epi, the previous unit's requantization is done with it */
 #pragma unroll
   for (int m = 0; m < 2; ++m)
 #pragma unroll
@@ -437,7 +500,7 @@ __device__ __forceinline__ void epilogue1(const fp8moe_gemm1_args& a, Smem& sm, 
       }
       sm.epi[acc_tok(i)][row] = activate(a.activation, h[0], h[1]);
     }
-  consumer_sync();
+  epilogue_sync();
   /* Thread → token r, column pairs c = 2·(ct % 8) + 16k of the group's 128. */
   const int r = ct / 8, q = ct % 8;
   const bool live = r < N; /* rows past N of a tile with ≤ 8 real rows are padding: never written */
@@ -449,6 +512,7 @@ __device__ __forceinline__ void epilogue1(const fp8moe_gemm1_args& a, Smem& sm, 
     v[2 * k + 1] = live ? sm.epi[r][2 * q + 16 * k + 1] : 0.0f;
     mx = fmaxf(mx, fmaxf(finite_abs(v[2 * k]), finite_abs(v[2 * k + 1])));
   }
+  if (release) mbar_arrive(&sm.epi_empty); /* this thread's last read of epi */
 #pragma unroll
   for (int o = 1; o < 8; o <<= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
   const int64_t grow = row0 + r;
@@ -474,9 +538,13 @@ __device__ __forceinline__ void epilogue1(const fp8moe_gemm1_args& a, Smem& sm, 
   }
 }
 
-template <int SCALE, int N>
-__device__ __forceinline__ void unit1(const fp8moe_gemm1_args& a, Smem& sm, const fp8moe_split_segment& seg,
-                                      uint32_t& it, int32_t e, int64_t row0, int32_t n0, const TileRows& tr) {
+/* The MMA warpgroup's share of a GEMM1 segment: its blocks, then the accumulators to the epilogue warpgroup
+ * (handoff) or its own fixup and epilogue (the factors then loaded before the K loop, so their latency hides
+ * under it). */
+template <int SCALE, int N, bool HANDOFF>
+__device__ __forceinline__ void mma1(const fp8moe_gemm1_args& a, Smem& sm, const fp8moe_split_segment& seg,
+                                     uint32_t& it, uint32_t j, int32_t e, int64_t row0, int32_t n0,
+                                     const TileRows& tr) {
   constexpr int B = N / 4;
   const int32_t nb[2] = {((a.gate_first ? 0 : a.I) + n0) / kBK, ((a.gate_first ? a.I : 0) + n0) / kBK};
   int32_t tok[B];
@@ -488,41 +556,59 @@ __device__ __forceinline__ void unit1(const fp8moe_gemm1_args& a, Smem& sm, cons
   float acc[4][N / 2];
   auto cx = [&](int b, int kb) { return tok[b] >= 0 ? kref_at(a.x_scale, tok[b], kb) : 0.0f; };
   auto cw = [&](int box, int kb) { return kref_at(a.w_scale, e, nb[box], kb); };
-  const Factors1<B> f = factors1<SCALE, N>(a, e, n0, tr);
+  Factors1<B> f = {};
+  if (!HANDOFF) f = factors1<SCALE, N>(a, e, n0, tr);
   consume<N, SCALE == FP8MOE_SCALE_BLOCK, true>(sm, seg.kb0, seg.kb1, it, acc, cx, cw);
-  if (fixup<N>(sm, seg, a.stream_partials, a.stream_counters, acc)) epilogue1<SCALE, N>(a, sm, acc, e, row0, n0, f);
+  if (HANDOFF) hand_over<N>(sm, acc, j);
+  else if (fixup<N>(sm, seg, a.stream_partials, a.stream_counters, acc))
+    epilogue1<SCALE, N>(a, sm, acc, e, row0, n0, f, false);
+}
+
+/* The epilogue warpgroup's share: the factors (loaded while the segment's stages stream), the accumulators,
+ * the fixup, the epilogue; epi is released at the epilogue's last read, or at once when another CTA finishes
+ * the unit. */
+template <int SCALE, int N>
+__device__ __forceinline__ void finish1(const fp8moe_gemm1_args& a, Smem& sm, const fp8moe_split_segment& seg,
+                                        uint32_t j, int32_t e, int64_t row0, int32_t n0, const TileRows& tr) {
+  const Factors1<N / 4> f = factors1<SCALE, N>(a, e, n0, tr);
+  float acc[4][N / 2];
+  take_over<N>(sm, acc, j);
+  if (fixup<N>(sm, seg, a.stream_partials, a.stream_counters, acc)) epilogue1<SCALE, N>(a, sm, acc, e, row0, n0, f, true);
+  else mbar_arrive(&sm.epi_empty);
 }
 #endif
 
-template <int SCALE>
-__global__ void __launch_bounds__(kThreads, 1)
+template <int SCALE, bool HANDOFF>
+__global__ void __launch_bounds__(block_threads<HANDOFF>(), 1)
     gemm1_stream_kernel(const __grid_constant__ fp8moe_gemm1_args a, const __grid_constant__ CUtensorMap map_w) {
 #if FP8MOE_SM90A
   extern __shared__ uint8_t smem_raw[];
   Smem& sm = sm90::aligned_smem<Smem>(smem_raw);
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < kStages; ++s) {
-      sm90::mbar_init(&sm.full[s], 1 + 32 * sm90::kGatherArrivals); /* lane 0's expect_tx + every gathering lane */
-      sm90::mbar_init(&sm.empty[s], kConsumers);
-    }
-    sm90::mbar_init_fence();
-  }
-  if (threadIdx.x == kConsumers) prefetch_map(&map_w);
+  if (threadIdx.x == 0) init_barriers(sm, 1 + 32 * sm90::kGatherArrivals); /* lane 0's expect_tx + every gathering lane */
+  constexpr int kProducer = producer_thread<HANDOFF>();
+  if (threadIdx.x == kProducer) prefetch_map(&map_w);
   __syncthreads();
   wait_prior(); /* x, its scales and the expert-sorted rows come from the kernels before */
   allow_next();
   const Range rg = range_of(*a.num_tiles, a.I / kBox, a.H / kBK);
   if (rg.begin >= rg.end) return;
-  if (threadIdx.x >= kConsumers) {
+  if (threadIdx.x >= kProducer) {
     produce1(a, map_w, sm, rg);
-    return;
+  } else if (threadIdx.x < kConsumers) {
+    walk_units<kBox>(rg, a.sorted_slots, a.tile_expert,
+                     [&](const fp8moe_split_segment& seg, uint32_t& it, uint32_t j, int32_t e, int64_t row0,
+                         int32_t n0, const TileRows& tr) {
+                       if (tr.real > 8) mma1<SCALE, 16, HANDOFF>(a, sm, seg, it, j, e, row0, n0, tr);
+                       else mma1<SCALE, 8, HANDOFF>(a, sm, seg, it, j, e, row0, n0, tr);
+                     });
+  } else {
+    walk_units<kBox>(rg, a.sorted_slots, a.tile_expert,
+                     [&](const fp8moe_split_segment& seg, uint32_t&, uint32_t j, int32_t e, int64_t row0, int32_t n0,
+                         const TileRows& tr) {
+                       if (tr.real > 8) finish1<SCALE, 16>(a, sm, seg, j, e, row0, n0, tr);
+                       else finish1<SCALE, 8>(a, sm, seg, j, e, row0, n0, tr);
+                     });
   }
-  walk_units<kBox>(rg, a.sorted_slots, a.tile_expert,
-                   [&](const fp8moe_split_segment& seg, uint32_t& it, int32_t e, int64_t row0, int32_t n0,
-                       const TileRows& tr) {
-                     if (tr.real > 8) unit1<SCALE, 16>(a, sm, seg, it, e, row0, n0, tr);
-                     else unit1<SCALE, 8>(a, sm, seg, it, e, row0, n0, tr);
-                   });
 #elif defined(__CUDA_ARCH__)
   (void)a;
   (void)map_w;
@@ -541,11 +627,10 @@ __device__ __forceinline__ float factor2(const fp8moe_gemm2_args& a, int32_t e, 
   float st = 0.0f;
   if (SCALE == FP8MOE_SCALE_TENSOR) st = kref_at(a.a2_scale, 0) * kref_at(a.w_scale, e);
   if (SCALE == FP8MOE_SCALE_ROW) {
-    const int r = static_cast<int>(threadIdx.x) / 8;
+    const int ct = wg_thread(), r = ct / 8;
     const int32_t slot = __shfl_sync(0xffffffffu, tr.slot, r); /* padding rows' scales are never read */
     if (slot >= 0) st = kref_at(a.a2_scale, row0 + r);
-    if (threadIdx.x < 8 && n0 + 32 * static_cast<int32_t>(threadIdx.x) < a.H)
-      prefetch_l2(a.w_scale, e, n0 + 32 * static_cast<int32_t>(threadIdx.x));
+    if (ct < 8 && n0 + 32 * ct < a.H) prefetch_l2(a.w_scale, e, n0 + 32 * ct);
   }
   return st;
 }
@@ -554,67 +639,78 @@ __device__ __forceinline__ float factor2(const fp8moe_gemm2_args& a, int32_t e, 
  * its columns (< H) into y's row of the token's slot; padding rows are not stored. */
 template <int SCALE, int N>
 __device__ __forceinline__ void epilogue2(const fp8moe_gemm2_args& a, Smem& sm, float (&acc)[4][N / 2], int32_t e,
-                                          int32_t n0, const TileRows& tr, float st) {
+                                          int32_t n0, const TileRows& tr, float st, bool release) {
   constexpr int R = N / 2;
-  const int ct = threadIdx.x;
-  consumer_sync(); /* the previous unit's stores are done reading epi */
+  const int ct = wg_thread();
+  epilogue_sync(); /* the accumulators are out of epi, the previous unit's stores are done with it */
 #pragma unroll
   for (int m = 0; m < 4; ++m)
 #pragma unroll
     for (int i = 0; i < R; ++i) sm.epi[acc_tok(i)][64 * m + acc_row(i)] = acc[m][i];
-  consumer_sync();
+  epilogue_sync();
   const int r = ct / 8, q = ct % 8;
   const int32_t slot = __shfl_sync(0xffffffffu, tr.slot, r);
-  if (r >= N || slot < 0) return;
-  uint16_t* yrow = a.y + static_cast<int64_t>(slot) * a.H;
+  if (r < N && slot >= 0) { /* padding rows are not stored */
+    uint16_t* yrow = a.y + static_cast<int64_t>(slot) * a.H;
 #pragma unroll 4
-  for (int k = 0; k < kUnitRows / 16; ++k) {
-    const int c = 2 * q + 16 * k, col = n0 + c;
-    if (col >= a.H) break;
-    float v0 = sm.epi[r][c], v1 = sm.epi[r][c + 1];
-    if (SCALE == FP8MOE_SCALE_TENSOR) {
-      v0 *= st;
-      v1 *= st;
-    } else if (SCALE == FP8MOE_SCALE_ROW) {
-      v0 = v0 * st * kref_at(a.w_scale, e, col);
-      v1 = v1 * st * kref_at(a.w_scale, e, col + 1);
+    for (int k = 0; k < kUnitRows / 16; ++k) {
+      const int c = 2 * q + 16 * k, col = n0 + c;
+      if (col >= a.H) break;
+      float v0 = sm.epi[r][c], v1 = sm.epi[r][c + 1];
+      if (SCALE == FP8MOE_SCALE_TENSOR) {
+        v0 *= st;
+        v1 *= st;
+      } else if (SCALE == FP8MOE_SCALE_ROW) {
+        v0 = v0 * st * kref_at(a.w_scale, e, col);
+        v1 = v1 * st * kref_at(a.w_scale, e, col + 1);
+      }
+      *reinterpret_cast<uint32_t*>(yrow + col) = y_bf16x2(v0, v1);
     }
-    *reinterpret_cast<uint32_t*>(yrow + col) = y_bf16x2(v0, v1);
   }
+  if (release) mbar_arrive(&sm.epi_empty); /* this thread's reads of epi are done */
 }
 
-template <int SCALE, int N>
-__device__ __forceinline__ void unit2(const fp8moe_gemm2_args& a, Smem& sm, const fp8moe_split_segment& seg,
-                                      uint32_t& it, int32_t e, int64_t row0, int32_t n0, const TileRows& tr) {
+/* GEMM2's shares, as mma1 and finish1 for GEMM1 (the epilogue factor loaded before the K loop where the MMA
+ * warpgroup runs the epilogue itself). */
+template <int SCALE, int N, bool HANDOFF>
+__device__ __forceinline__ void mma2(const fp8moe_gemm2_args& a, Smem& sm, const fp8moe_split_segment& seg,
+                                     uint32_t& it, uint32_t j, int32_t e, int64_t row0, int32_t n0,
+                                     const TileRows& tr) {
   const int32_t hb = a.H / kBK; /* weight-scale blocks along H: the out-of-bounds box reads the last one */
   const int32_t nb[2] = {n0 / kBK, n0 / kBK + 1 < hb ? n0 / kBK + 1 : hb - 1};
   float acc[4][N / 2];
   auto cx = [&](int b, int kb) { return kref_at(a.a2_scale, row0 + tok_of_index(b), kb); };
   auto cw = [&](int box, int kb) { return kref_at(a.w_scale, e, nb[box], kb); };
-  const float st = factor2<SCALE>(a, e, row0, n0, tr);
+  const float st = HANDOFF ? 0.0f : factor2<SCALE>(a, e, row0, n0, tr);
   consume<N, SCALE == FP8MOE_SCALE_BLOCK, false>(sm, seg.kb0, seg.kb1, it, acc, cx, cw);
-  if (fixup<N>(sm, seg, a.stream_partials, a.stream_counters, acc)) epilogue2<SCALE, N>(a, sm, acc, e, n0, tr, st);
+  if (HANDOFF) hand_over<N>(sm, acc, j);
+  else if (fixup<N>(sm, seg, a.stream_partials, a.stream_counters, acc))
+    epilogue2<SCALE, N>(a, sm, acc, e, n0, tr, st, false);
+}
+template <int SCALE, int N>
+__device__ __forceinline__ void finish2(const fp8moe_gemm2_args& a, Smem& sm, const fp8moe_split_segment& seg,
+                                        uint32_t j, int32_t e, int64_t row0, int32_t n0, const TileRows& tr) {
+  const float st = factor2<SCALE>(a, e, row0, n0, tr);
+  float acc[4][N / 2];
+  take_over<N>(sm, acc, j);
+  if (fixup<N>(sm, seg, a.stream_partials, a.stream_counters, acc)) epilogue2<SCALE, N>(a, sm, acc, e, n0, tr, st, true);
+  else mbar_arrive(&sm.epi_empty);
 }
 #endif
 
-template <int SCALE>
-__global__ void __launch_bounds__(kThreads, 1)
+template <int SCALE, bool HANDOFF>
+__global__ void __launch_bounds__(block_threads<HANDOFF>(), 1)
     gemm2_stream_kernel(const __grid_constant__ fp8moe_gemm2_args a, const __grid_constant__ CUtensorMap map_x,
                         const __grid_constant__ CUtensorMap map_w) {
 #if FP8MOE_SM90A
   extern __shared__ uint8_t smem_raw[];
   Smem& sm = sm90::aligned_smem<Smem>(smem_raw);
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < kStages; ++s) {
-      sm90::mbar_init(&sm.full[s], 1); /* the producer's expect_tx */
-      sm90::mbar_init(&sm.empty[s], kConsumers);
-    }
-    sm90::mbar_init_fence();
-  }
+  if (threadIdx.x == 0) init_barriers(sm, 1); /* full: the producer's expect_tx */
   __syncthreads();
+  constexpr int kProducer = producer_thread<HANDOFF>();
   const int32_t col_units = (a.H + kUnitRows - 1) / kUnitRows, kblocks = a.I / kBK;
-  if (threadIdx.x >= kConsumers) {
-    if (threadIdx.x == kConsumers) {
+  if (threadIdx.x >= kProducer) {
+    if (threadIdx.x == kProducer) {
       prefetch_map(&map_w);
       prefetch_map(&map_x);
       const Range rg = range_of(ld_relaxed(a.num_tiles), col_units, kblocks);
@@ -625,12 +721,21 @@ __global__ void __launch_bounds__(kThreads, 1)
   wait_prior(); /* a2q, its scales come from GEMM1 (or the row quantization); counters and partials are free */
   allow_next();
   const Range rg = range_of(*a.num_tiles, col_units, kblocks);
-  walk_units<kUnitRows>(rg, a.sorted_slots, a.tile_expert,
-                        [&](const fp8moe_split_segment& seg, uint32_t& it, int32_t e, int64_t row0, int32_t n0,
-                            const TileRows& tr) {
-                          if (tr.real > 8) unit2<SCALE, 16>(a, sm, seg, it, e, row0, n0, tr);
-                          else unit2<SCALE, 8>(a, sm, seg, it, e, row0, n0, tr);
-                        });
+  if (threadIdx.x < kConsumers) {
+    walk_units<kUnitRows>(rg, a.sorted_slots, a.tile_expert,
+                          [&](const fp8moe_split_segment& seg, uint32_t& it, uint32_t j, int32_t e, int64_t row0,
+                              int32_t n0, const TileRows& tr) {
+                            if (tr.real > 8) mma2<SCALE, 16, HANDOFF>(a, sm, seg, it, j, e, row0, n0, tr);
+                            else mma2<SCALE, 8, HANDOFF>(a, sm, seg, it, j, e, row0, n0, tr);
+                          });
+  } else {
+    walk_units<kUnitRows>(rg, a.sorted_slots, a.tile_expert,
+                          [&](const fp8moe_split_segment& seg, uint32_t&, uint32_t j, int32_t e, int64_t row0,
+                              int32_t n0, const TileRows& tr) {
+                            if (tr.real > 8) finish2<SCALE, 16>(a, sm, seg, j, e, row0, n0, tr);
+                            else finish2<SCALE, 8>(a, sm, seg, j, e, row0, n0, tr);
+                          });
+  }
 #elif defined(__CUDA_ARCH__)
   (void)a;
   (void)map_x;
@@ -642,15 +747,26 @@ __global__ void __launch_bounds__(kThreads, 1)
 using Kernel1 = void (*)(fp8moe_gemm1_args, CUtensorMap);
 using Kernel2 = void (*)(fp8moe_gemm2_args, CUtensorMap, CUtensorMap);
 
-Kernel1 kernel1_for(int32_t scale_mode) {
-  if (scale_mode == FP8MOE_SCALE_BLOCK) return gemm1_stream_kernel<FP8MOE_SCALE_BLOCK>;
-  if (scale_mode == FP8MOE_SCALE_ROW) return gemm1_stream_kernel<FP8MOE_SCALE_ROW>;
-  return gemm1_stream_kernel<FP8MOE_SCALE_TENSOR>;
+template <bool HANDOFF>
+Kernel1 kernel1_of(int32_t scale_mode) {
+  if (scale_mode == FP8MOE_SCALE_BLOCK) return gemm1_stream_kernel<FP8MOE_SCALE_BLOCK, HANDOFF>;
+  if (scale_mode == FP8MOE_SCALE_ROW) return gemm1_stream_kernel<FP8MOE_SCALE_ROW, HANDOFF>;
+  return gemm1_stream_kernel<FP8MOE_SCALE_TENSOR, HANDOFF>;
 }
-Kernel2 kernel2_for(int32_t scale_mode) {
-  if (scale_mode == FP8MOE_SCALE_BLOCK) return gemm2_stream_kernel<FP8MOE_SCALE_BLOCK>;
-  if (scale_mode == FP8MOE_SCALE_ROW) return gemm2_stream_kernel<FP8MOE_SCALE_ROW>;
-  return gemm2_stream_kernel<FP8MOE_SCALE_TENSOR>;
+template <bool HANDOFF>
+Kernel2 kernel2_of(int32_t scale_mode) {
+  if (scale_mode == FP8MOE_SCALE_BLOCK) return gemm2_stream_kernel<FP8MOE_SCALE_BLOCK, HANDOFF>;
+  if (scale_mode == FP8MOE_SCALE_ROW) return gemm2_stream_kernel<FP8MOE_SCALE_ROW, HANDOFF>;
+  return gemm2_stream_kernel<FP8MOE_SCALE_TENSOR, HANDOFF>;
+}
+Kernel1 kernel1_for(int32_t scale_mode, bool handoff) {
+  return handoff ? kernel1_of<true>(scale_mode) : kernel1_of<false>(scale_mode);
+}
+Kernel2 kernel2_for(int32_t scale_mode, bool handoff) {
+  return handoff ? kernel2_of<true>(scale_mode) : kernel2_of<false>(scale_mode);
+}
+unsigned threads_for(bool handoff) {
+  return static_cast<unsigned>(handoff ? block_threads<true>() : block_threads<false>());
 }
 
 /* What both launchers refuse: 16-row tiles, the fixup's workspace, a grid within the workspace's slots. */
@@ -673,8 +789,9 @@ extern "C" int fp8moe_launch_gemm1_stream(const fp8moe_gemm1_args* a, cudaStream
   const uint64_t sw[2] = {static_cast<uint64_t>(a->w_stride_n), static_cast<uint64_t>(a->w_stride_e)};
   const int e = fp8moe_sm90_encode(a->tma_encode, &mw, a->w, 3, dw, sw, kBK, kBox);
   if (e != 0) return e;
-  return static_cast<int>(fp8moe::launch_pdl(kernel1_for(a->scale_mode), dim3(static_cast<unsigned>(a->max_ctas)),
-                                             dim3(kThreads), kSmemBytes, stream, *a, mw));
+  const bool h = a->stream_handoff != 0;
+  return static_cast<int>(fp8moe::launch_pdl(kernel1_for(a->scale_mode, h), dim3(static_cast<unsigned>(a->max_ctas)),
+                                             dim3(threads_for(h)), kSmemBytes, stream, *a, mw));
 }
 
 extern "C" int fp8moe_launch_gemm2_stream(const fp8moe_gemm2_args* a, cudaStream_t stream) {
@@ -689,8 +806,9 @@ extern "C" int fp8moe_launch_gemm2_stream(const fp8moe_gemm2_args* a, cudaStream
   int e = fp8moe_sm90_encode(a->tma_encode, &mx, a->a2q, 2, dx, sx, kBK, kRows);
   if (e == 0) e = fp8moe_sm90_encode(a->tma_encode, &mw, a->w, 3, dw, sw, kBK, kBox);
   if (e != 0) return e;
-  return static_cast<int>(fp8moe::launch_pdl(kernel2_for(a->scale_mode), dim3(static_cast<unsigned>(a->max_ctas)),
-                                             dim3(kThreads), kSmemBytes, stream, *a, mx, mw));
+  const bool h = a->stream_handoff != 0;
+  return static_cast<int>(fp8moe::launch_pdl(kernel2_for(a->scale_mode, h), dim3(static_cast<unsigned>(a->max_ctas)),
+                                             dim3(threads_for(h)), kSmemBytes, stream, *a, mx, mw));
 }
 
 /* One CTA per SM, at most FP8MOE_STREAM_MAX_CTAS: the shared-memory limits raised, one CTA resident per SM
@@ -699,14 +817,18 @@ extern "C" int fp8moe_prepare_gemm_stream(int32_t sm_count, int32_t* ctas) {
   using namespace fp8moe::stream;
   *ctas = 0;
   const int32_t modes[3] = {FP8MOE_SCALE_TENSOR, FP8MOE_SCALE_BLOCK, FP8MOE_SCALE_ROW};
-  for (int i = 0; i < 3; ++i) {
+  for (int i = 0; i < 6; ++i) {
+    const bool h = i >= 3;
+    const int n_threads = static_cast<int>(threads_for(h));
     int n1 = 0, n2 = 0;
-    if (cudaFuncSetAttribute(kernel1_for(modes[i]), cudaFuncAttributeMaxDynamicSharedMemorySize,
+    if (cudaFuncSetAttribute(kernel1_for(modes[i % 3], h), cudaFuncAttributeMaxDynamicSharedMemorySize,
                              static_cast<int>(kSmemBytes)) != cudaSuccess ||
-        cudaFuncSetAttribute(kernel2_for(modes[i]), cudaFuncAttributeMaxDynamicSharedMemorySize,
+        cudaFuncSetAttribute(kernel2_for(modes[i % 3], h), cudaFuncAttributeMaxDynamicSharedMemorySize,
                              static_cast<int>(kSmemBytes)) != cudaSuccess ||
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n1, kernel1_for(modes[i]), kThreads, kSmemBytes) != cudaSuccess ||
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n2, kernel2_for(modes[i]), kThreads, kSmemBytes) != cudaSuccess) {
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n1, kernel1_for(modes[i % 3], h), n_threads, kSmemBytes) !=
+            cudaSuccess ||
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n2, kernel2_for(modes[i % 3], h), n_threads, kSmemBytes) !=
+            cudaSuccess) {
       (void)cudaGetLastError(); /* not an error of the context: the stream kernels just stay unused */
       return cudaSuccess;
     }

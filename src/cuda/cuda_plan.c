@@ -178,7 +178,7 @@ int fp8moe_cuda_plan_stream_workspace(int32_t cc, const fp8moe_problem* p) {
  * items": GEMM1 DRAM bytes at deepseek-v3 block T = 8192 14.9 → 9.5 GB, layers −2.5 to −5.5 % at T ≥ 2048);
  * "y" keeps the static walk b, b + grid, …. */
 static const fp8moe_sm90_variant k_sm90_default = {FP8MOE_SM90_LOOP_OVERLAP, FP8MOE_SM90_ORDER_GROUPED,
-                                                   FP8MOE_SM90_ORDER_GROUPED, 0, 0, 1, 1};
+                                                   FP8MOE_SM90_ORDER_GROUPED, 0, 0, 1, 1, 1};
 
 fp8moe_sm90_variant fp8moe_cuda_plan_context_sm90_variant(void) {
   fp8moe_sm90_variant v = k_sm90_default;
@@ -195,6 +195,7 @@ fp8moe_sm90_variant fp8moe_cuda_plan_context_sm90_variant(void) {
   if (strchr(sw, 'n') != NULL) v.gemm1_cluster = v.gemm2_cluster = 0;
   if (strchr(sw, 'g') != NULL) v.gemm1_alternate = 0;
   if (strchr(sw, 'y') != NULL) v.gemm1_claim = 0;
+  if (strchr(sw, 'h') != NULL) v.stream_handoff = 0;
   return v;
 }
 
@@ -277,14 +278,24 @@ static const fp8moe_size_rule k_size_rule = {
 
 const fp8moe_size_rule* fp8moe_cuda_plan_size_rule(void) { return &k_size_rule; }
 
-static int stream_pays(const fp8moe_problem* p, int32_t sm_count) {
-  /* the shard's expected share of the routed rows (T·K·E_local/E), each on its own expert at best */
+/* The shard's expected share of the routed rows (T·K·E_local/E), each on its own expert at best: the experts
+ * (16-row tiles) the stream GEMMs expect. */
+static int64_t expected_active_experts(const fp8moe_problem* p) {
   const int64_t tk = p->T * (int64_t)p->K, local = (tk * p->E_local + p->E - 1) / p->E;
-  const int64_t active = local < p->E_local ? local : p->E_local;
-  const int64_t units = active * ((p->H + FP8MOE_STREAM_UNIT_ROWS - 1) / FP8MOE_STREAM_UNIT_ROWS);
+  return local < p->E_local ? local : p->E_local;
+}
+
+static int stream_pays(const fp8moe_problem* p, int32_t sm_count) {
+  const int64_t units = expected_active_experts(p) * ((p->H + FP8MOE_STREAM_UNIT_ROWS - 1) / FP8MOE_STREAM_UNIT_ROWS);
   if (p->I >= k_size_rule.stream_min_I) return 4 * units >= (int64_t)k_size_rule.stream_units_per_4_sms * sm_count;
   return p->requant == FP8MOE_REQUANT_GROUP && p->I >= k_size_rule.stream_min_I_group &&
          4 * units >= (int64_t)k_size_rule.stream_units_per_4_sms_group * sm_count;
+}
+
+int32_t fp8moe_cuda_plan_stream_handoff(const fp8moe_problem* p, int64_t col_units, int32_t ctas) {
+  const int64_t tk = p->T * (int64_t)p->K;
+  return ctas > 0 && tk < (int64_t)FP8MOE_STREAM_HANDOFF_ROWS * p->E &&
+         expected_active_experts(p) * col_units >= (int64_t)FP8MOE_STREAM_HANDOFF_UNITS * ctas;
 }
 
 static int pairs_pay(const fp8moe_problem* p) {

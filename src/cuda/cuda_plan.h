@@ -87,6 +87,8 @@ typedef struct fp8moe_sm90_variant {
   int32_t gemm1_alternate; /* 1: where the 64-row GEMM1 would run, the pair kernel with alternating 64-row items */
   int32_t gemm1_claim;     /* 1: the pair kernel (both item shapes) claims items from a counter in order; 0 ("y"):
                               CTA b takes items b, b + grid, … */
+  int32_t stream_handoff;  /* 1: the stream GEMMs take their epilogue-warpgroup variant where
+                              fp8moe_cuda_plan_stream_handoff says so; 0 ("h"): never */
 } fp8moe_sm90_variant;
 
 /* At context creation: the default variant (data in cuda_plan.c: both GEMMs grouped), with each letter
@@ -94,9 +96,20 @@ typedef struct fp8moe_sm90_variant {
  * early-release main loop ("q" wins when both are named), "u" the ungrouped orders of before (GEMM1
  * column-block major, GEMM2 tile major), "o" GEMM2 column-block major (wins over "u" for GEMM2), "m" both
  * GEMMs in 2-CTA clusters with TMA multicast of the shared weights, "n" the one-CTA GEMMs (wins over "m"), "g"
- * the 64-row GEMM1 kernel for 64-row items, "y" the pair kernel's static item walk.
+ * the 64-row GEMM1 kernel for 64-row items, "y" the pair kernel's static item walk, "h" the stream GEMMs without
+ * their epilogue warpgroup.
  * Letters of the other switches ("1", "2", "d", "k", "j", "p", "c", "s") leave it. */
 fp8moe_sm90_variant fp8moe_cuda_plan_context_sm90_variant(void);
+
+/* Whether a stream GEMM of col_units units per tile runs its epilogue-warpgroup variant on a grid of ctas
+ * (docs/GPU.md "The epilogue warpgroup"): where the expected units (one tile per active expert, as the size
+ * rule's estimate) give every CTA at least FP8MOE_STREAM_HANDOFF_UNITS whole units, so that a CTA's epilogues
+ * can overlap its next unit (measured: deepseek-v3 T = 2, ~2 units per CTA, +2 %), and below
+ * FP8MOE_STREAM_HANDOFF_ROWS routed rows per expert (measured: at 4 rows per expert and more the variant
+ * gained nothing or lost up to 2.3 %). */
+#define FP8MOE_STREAM_HANDOFF_UNITS 2
+#define FP8MOE_STREAM_HANDOFF_ROWS 4
+int32_t fp8moe_cuda_plan_stream_handoff(const fp8moe_problem* p, int64_t col_units, int32_t ctas);
 
 /* The grouped order's tiles per group (FP8MOE_SM90_ORDER_GROUPED): as many 64-row tiles as keep one group's
  * A rows (group · 64 · K bytes, K = the GEMM's reduction length in bytes: H for GEMM1, I for GEMM2) within
