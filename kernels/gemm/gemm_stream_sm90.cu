@@ -573,8 +573,10 @@ __device__ __forceinline__ void finish1(const fp8moe_gemm1_args& a, Smem& sm, co
   const Factors1<N / 4> f = factors1<SCALE, N>(a, e, n0, tr);
   float acc[4][N / 2];
   take_over<N>(sm, acc, j);
-  if (fixup<N>(sm, seg, a.stream_partials, a.stream_counters, acc)) epilogue1<SCALE, N>(a, sm, acc, e, row0, n0, f, true);
-  else mbar_arrive(&sm.epi_empty);
+  if (fixup<N>(sm, seg, a.stream_partials, a.stream_counters, acc))
+    epilogue1<SCALE, N>(a, sm, acc, e, row0, n0, f, true);
+  else
+    mbar_arrive(&sm.epi_empty);
 }
 #endif
 
@@ -584,7 +586,8 @@ __global__ void __launch_bounds__(block_threads<HANDOFF>(), 1)
 #if FP8MOE_SM90A
   extern __shared__ uint8_t smem_raw[];
   Smem& sm = sm90::aligned_smem<Smem>(smem_raw);
-  if (threadIdx.x == 0) init_barriers(sm, 1 + 32 * sm90::kGatherArrivals); /* lane 0's expect_tx + every gathering lane */
+  /* full: lane 0's expect_tx + every gathering lane */
+  if (threadIdx.x == 0) init_barriers(sm, 1 + 32 * sm90::kGatherArrivals);
   constexpr int kProducer = producer_thread<HANDOFF>();
   if (threadIdx.x == kProducer) prefetch_map(&map_w);
   __syncthreads();
@@ -693,8 +696,10 @@ __device__ __forceinline__ void finish2(const fp8moe_gemm2_args& a, Smem& sm, co
   const float st = factor2<SCALE>(a, e, row0, n0, tr);
   float acc[4][N / 2];
   take_over<N>(sm, acc, j);
-  if (fixup<N>(sm, seg, a.stream_partials, a.stream_counters, acc)) epilogue2<SCALE, N>(a, sm, acc, e, n0, tr, st, true);
-  else mbar_arrive(&sm.epi_empty);
+  if (fixup<N>(sm, seg, a.stream_partials, a.stream_counters, acc))
+    epilogue2<SCALE, N>(a, sm, acc, e, n0, tr, st, true);
+  else
+    mbar_arrive(&sm.epi_empty);
 }
 #endif
 

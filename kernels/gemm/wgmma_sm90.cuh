@@ -170,9 +170,9 @@ __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.
  * plain arrive's release orders the thread's st.shared stores (scales, the claimed item) before the phase
  * completes. The form without .noinc (one counted arrival, the copies tracked through a count raised at
  * issue) is equivalent by the PTX ISA, but compute-sanitizer synccheck reports "Missing wait" for it and
- * aborts the kernel (docs/GPU.md "The gathering producers' publication"). The thread never waits for its own copies, so all kStages stages can be in flight; the consumers fence the
- * proxies after their full wait (GATHERED in consume() and consume_pair()), the first point where the copies
- * are known to have landed. */
+ * aborts the kernel (docs/GPU.md "The gathering producers' publication"). The thread never waits for its own
+ * copies, so all kStages stages can be in flight; the consumers fence the proxies after their full wait
+ * (GATHERED in consume() and consume_pair()), the first point where the copies are known to have landed. */
 constexpr uint32_t kGatherArrivals = 2;
 __device__ __forceinline__ void publish_gathered(uint32_t bar) {
   asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
