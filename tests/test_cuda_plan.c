@@ -1023,8 +1023,8 @@ static void stream_handoff_rule(void) {
   };
   for (size_t i = 0; i < sizeof k / sizeof k[0]; ++i) {
     const fp8moe_problem p = problem(k[i].T, k[i].H, k[i].I, k[i].E, k[i].K, 0x10000);
-    const int32_t h1 = fp8moe_cuda_plan_stream_handoff(&p, k[i].I / 128, 132);
-    const int32_t h2 = fp8moe_cuda_plan_stream_handoff(&p, (k[i].H + 255) / 256, 132);
+    const int32_t h1 = fp8moe_cuda_plan_stream_handoff(&p, FP8MOE_GEMM1, 132);
+    const int32_t h2 = fp8moe_cuda_plan_stream_handoff(&p, FP8MOE_GEMM2, 132);
     EXPECT(h1 == k[i].gemm1 && h2 == k[i].gemm2, "%s: handoff GEMM1 %d GEMM2 %d, expected %d %d", k[i].what, (int)h1,
            (int)h2, (int)k[i].gemm1, (int)k[i].gemm2);
   }
@@ -1032,12 +1032,14 @@ static void stream_handoff_rule(void) {
   const int64_t rows_T = (int64_t)FP8MOE_STREAM_HANDOFF_ROWS * 128 / 8; /* T·K = ROWS·E at E = 128, K = 8 */
   const fp8moe_problem at_rows = problem(rows_T, 2048, 768, 128, 8, 0x10000),
                        below_rows = problem(rows_T - 1, 2048, 768, 128, 8, 0x10000);
-  EXPECT(!fp8moe_cuda_plan_stream_handoff(&at_rows, 6, 132) && fp8moe_cuda_plan_stream_handoff(&below_rows, 6, 132),
+  EXPECT(!fp8moe_cuda_plan_stream_handoff(&at_rows, FP8MOE_GEMM1, 132) &&
+             fp8moe_cuda_plan_stream_handoff(&below_rows, FP8MOE_GEMM1, 132),
          "%d rows per expert: no handoff; one token fewer: the handoff", FP8MOE_STREAM_HANDOFF_ROWS);
-  const fp8moe_problem q = problem(32, 2048, 768, 128, 8, 0x10000); /* 128 active experts */
-  const int32_t edge = 256 / FP8MOE_STREAM_HANDOFF_UNITS; /* 2 units per tile × 128 tiles */
-  EXPECT(fp8moe_cuda_plan_stream_handoff(&q, 2, edge) && !fp8moe_cuda_plan_stream_handoff(&q, 2, edge + 1) &&
-             !fp8moe_cuda_plan_stream_handoff(&q, 2, 0),
+  const fp8moe_problem q = problem(32, 2048, 256, 128, 8, 0x10000); /* 128 active experts, I = 256 */
+  const int32_t edge = 256 / FP8MOE_STREAM_HANDOFF_UNITS; /* 2 GEMM1 units per tile × 128 tiles */
+  EXPECT(fp8moe_cuda_plan_stream_handoff(&q, FP8MOE_GEMM1, edge) &&
+             !fp8moe_cuda_plan_stream_handoff(&q, FP8MOE_GEMM1, edge + 1) &&
+             !fp8moe_cuda_plan_stream_handoff(&q, FP8MOE_GEMM1, 0),
          "256 units: the handoff on %d CTAs, not on one more (nor on none)", (int)edge);
 }
 

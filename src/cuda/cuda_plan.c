@@ -285,17 +285,24 @@ static int64_t expected_active_experts(const fp8moe_problem* p) {
   return local < p->E_local ? local : p->E_local;
 }
 
+/* A stream GEMM's units per tile, as gemm_stream_sm90.cu cuts them: GEMM1 a 128-column group of I (its 128 gate
+ * and 128 up rows: FP8MOE_STREAM_UNIT_ROWS weight rows), GEMM2 FP8MOE_STREAM_UNIT_ROWS output columns of H. */
+static int64_t stream_units_per_tile(const fp8moe_problem* p, fp8moe_gemm_which gemm) {
+  if (gemm == FP8MOE_GEMM1) return p->I / (FP8MOE_STREAM_UNIT_ROWS / 2);
+  return (p->H + FP8MOE_STREAM_UNIT_ROWS - 1) / FP8MOE_STREAM_UNIT_ROWS;
+}
+
 static int stream_pays(const fp8moe_problem* p, int32_t sm_count) {
-  const int64_t units = expected_active_experts(p) * ((p->H + FP8MOE_STREAM_UNIT_ROWS - 1) / FP8MOE_STREAM_UNIT_ROWS);
+  const int64_t units = expected_active_experts(p) * stream_units_per_tile(p, FP8MOE_GEMM2);
   if (p->I >= k_size_rule.stream_min_I) return 4 * units >= (int64_t)k_size_rule.stream_units_per_4_sms * sm_count;
   return p->requant == FP8MOE_REQUANT_GROUP && p->I >= k_size_rule.stream_min_I_group &&
          4 * units >= (int64_t)k_size_rule.stream_units_per_4_sms_group * sm_count;
 }
 
-int32_t fp8moe_cuda_plan_stream_handoff(const fp8moe_problem* p, int64_t col_units, int32_t ctas) {
+int32_t fp8moe_cuda_plan_stream_handoff(const fp8moe_problem* p, fp8moe_gemm_which gemm, int32_t ctas) {
   const int64_t tk = p->T * (int64_t)p->K;
   return ctas > 0 && tk < (int64_t)FP8MOE_STREAM_HANDOFF_ROWS * p->E &&
-         expected_active_experts(p) * col_units >= (int64_t)FP8MOE_STREAM_HANDOFF_UNITS * ctas;
+         expected_active_experts(p) * stream_units_per_tile(p, gemm) >= (int64_t)FP8MOE_STREAM_HANDOFF_UNITS * ctas;
 }
 
 static int pairs_pay(const fp8moe_problem* p) {

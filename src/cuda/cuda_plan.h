@@ -101,16 +101,6 @@ typedef struct fp8moe_sm90_variant {
  * Letters of the other switches ("1", "2", "d", "k", "j", "p", "c", "s") leave it. */
 fp8moe_sm90_variant fp8moe_cuda_plan_context_sm90_variant(void);
 
-/* Whether a stream GEMM of col_units units per tile runs its epilogue-warpgroup variant on a grid of ctas
- * (docs/GPU.md "The epilogue warpgroup"): where the expected units (one tile per active expert, as the size
- * rule's estimate) give every CTA at least FP8MOE_STREAM_HANDOFF_UNITS whole units, so that a CTA's epilogues
- * can overlap its next unit (measured: deepseek-v3 T = 2, ~2 units per CTA, +2 %), and below
- * FP8MOE_STREAM_HANDOFF_ROWS routed rows per expert (measured: at 4 rows per expert and more the variant
- * gained nothing or lost up to 2.3 %). */
-#define FP8MOE_STREAM_HANDOFF_UNITS 2
-#define FP8MOE_STREAM_HANDOFF_ROWS 4
-int32_t fp8moe_cuda_plan_stream_handoff(const fp8moe_problem* p, int64_t col_units, int32_t ctas);
-
 /* The grouped order's tiles per group (FP8MOE_SM90_ORDER_GROUPED): as many 64-row tiles as keep one group's
  * A rows (group · 64 · K bytes, K = the GEMM's reduction length in bytes: H for GEMM1, I for GEMM2) within
  * a_bytes, rounded down to even, clamped to [min_group, max_group] (both even). The rule is data (cuda_plan.c
@@ -132,6 +122,16 @@ int32_t fp8moe_cuda_plan_sm90_group(int64_t k_bytes);
 int32_t fp8moe_cuda_plan_sm90_pair_group(int64_t k_bytes);
 
 typedef enum fp8moe_gemm_which { FP8MOE_GEMM1 = 1, FP8MOE_GEMM2 = 2 } fp8moe_gemm_which;
+
+/* Whether stream GEMM `gemm` runs its epilogue-warpgroup variant on a grid of ctas (docs/GPU.md "The epilogue
+ * warpgroup"): where the expected units (one tile per active expert, as the size rule's estimate, times the
+ * GEMM's units per tile) give every CTA at least FP8MOE_STREAM_HANDOFF_UNITS whole units, so that a CTA's epilogues
+ * can overlap its next unit (measured: deepseek-v3 T = 2, ~2 units per CTA, +2 %), and below
+ * FP8MOE_STREAM_HANDOFF_ROWS routed rows per expert (measured: at 4 rows per expert and more the variant
+ * gained nothing or lost up to 2.3 %). */
+#define FP8MOE_STREAM_HANDOFF_UNITS 2
+#define FP8MOE_STREAM_HANDOFF_ROWS 4
+int32_t fp8moe_cuda_plan_stream_handoff(const fp8moe_problem* p, fp8moe_gemm_which gemm, int32_t ctas);
 
 typedef struct fp8moe_plan_row {
   int32_t gemm;        /* fp8moe_gemm_which */

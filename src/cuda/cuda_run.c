@@ -292,8 +292,7 @@ static int32_t experts(const fp8moe_cuda_impl* impl, const fp8moe_problem* p, co
     g->max_ctas = impl->stream_ctas;
     g->stream_partials = (float*)(ws + l->stream_partials);
     g->stream_counters = words + FP8MOE_CUDA_S_STREAM_COUNTERS; /* zeroed with the scalar words */
-    g->stream_handoff =
-        impl->stream_handoff && fp8moe_cuda_plan_stream_handoff(p, p->I / FP8MOE_GEMM_TILE_K, g->max_ctas);
+    g->stream_handoff = impl->stream_handoff && fp8moe_cuda_plan_stream_handoff(p, FP8MOE_GEMM1, g->max_ctas);
   }
   /* zeroed with the scalar words; read only by the pair kernel */
   g->item_counter = impl->gemm1_claim ? words + FP8MOE_CUDA_S_GEMM1_ITEMS : NULL;
@@ -351,9 +350,7 @@ static int32_t experts(const fp8moe_cuda_impl* impl, const fp8moe_problem* p, co
   g2.stream_counters = g->stream_counters;
   if (stream) {
     g2.max_ctas = impl->stream_ctas;
-    g2.stream_handoff = impl->stream_handoff &&
-                        fp8moe_cuda_plan_stream_handoff(
-                            p, (p->H + FP8MOE_STREAM_UNIT_ROWS - 1) / FP8MOE_STREAM_UNIT_ROWS, g2.max_ctas);
+    g2.stream_handoff = impl->stream_handoff && fp8moe_cuda_plan_stream_handoff(p, FP8MOE_GEMM2, g2.max_ctas);
     return check(fp8moe_launch_gemm2_stream(&g2, s), "GEMM2", err);
   }
   if (decode) return check(fp8moe_launch_gemm2_decode(&g2, g->sorted_slots, s), "GEMM2", err);
