@@ -1,7 +1,7 @@
 /* gemm_stream.h — launchers of the weight-streaming decode GEMMs for sm_90a (gemm/gemm_stream_sm90.cu): the
  * grouped GEMM1/GEMM2 for tiles of 16 expert-sorted rows holding 1–16 real tokens, one persistent CTA per SM
  * streaming the weights by TMA through a deep shared-memory ring into swap-AB wgmma (weights as A, tokens
- * as B, N = 8 or 16), the (unit, K block) iterations split evenly over the grid (stream-K) with a
+ * as B, N = 8 or 16, or 32 where a unit takes two tiles of one expert: stream_pairs), the (unit, K block) iterations split evenly over the grid (stream-K) with a
  * deterministic fixup of split units through a workspace slice. Same argument structs, buffers and
  * semantics as the register path (gemm_decode.h), including that rows 8..15 of a tile with at most 8 real
  * rows are neither computed nor written. Chosen by the kernel plan's stream rows (src/cuda/cuda_plan.c) on

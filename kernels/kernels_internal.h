@@ -188,7 +188,7 @@ int fp8moe_prepare_prologue(int32_t* usable);
 #define FP8MOE_STREAM_UNIT_ROWS 256
 #define FP8MOE_STREAM_STAGES 6
 #define FP8MOE_STREAM_MAX_CTAS 160
-#define FP8MOE_STREAM_PARTIAL_FLOATS 4096
+#define FP8MOE_STREAM_PARTIAL_FLOATS 8192
 #define FP8MOE_REQ_FUSED_STATIC 0 /* a2 = e4m3(a / given scale) in the epilogue */
 #define FP8MOE_REQ_FUSED_GROUP 1  /* a2 in 1×128 groups in the epilogue */
 #define FP8MOE_REQ_DEFERRED_TENSOR 2 /* fp32 intermediate + global amax, then quantize_rows */
@@ -229,6 +229,9 @@ typedef struct fp8moe_gemm1_args {
   float* stream_partials;      /* stream kernels only: [FP8MOE_STREAM_MAX_CTAS][2][FP8MOE_STREAM_PARTIAL_FLOATS] */
   uint32_t* stream_counters;   /* stream kernels only: [FP8MOE_STREAM_MAX_CTAS], zero at the kernel's start */
   int32_t stream_handoff;      /* stream kernels only: 1 = the variant with an epilogue warpgroup (the plan's) */
+  int32_t stream_pairs;        /* stream kernels only, not with stream_handoff: 1 = units of up to two consecutive
+                                  tiles of one expert (N = 32; the plan's where an expert can hold more than one
+                                  tile; the launcher keeps single tiles past its list's capacity) */
 } fp8moe_gemm1_args;
 int fp8moe_launch_gemm1(const fp8moe_gemm1_args* a, cudaStream_t stream);
 /* sm_90a: needs tile_m 64, w 16-byte aligned with strides multiples of 16, a->tma_encode; encodes the weight
@@ -290,6 +293,7 @@ typedef struct fp8moe_gemm2_args {
   float* stream_partials;      /* stream kernels only, as GEMM1 (the two kernels share the slices) */
   uint32_t* stream_counters;
   int32_t stream_handoff;      /* stream kernels only, as GEMM1 */
+  int32_t stream_pairs;        /* stream kernels only, as GEMM1 */
 } fp8moe_gemm2_args;
 int fp8moe_launch_gemm2(const fp8moe_gemm2_args* a, cudaStream_t stream);
 int fp8moe_prepare_gemm2(void); /* as fp8moe_prepare_gemm1 */

@@ -292,11 +292,22 @@ static void sm90_variants(void) {
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "12dkjpcstgqruomn", 1);
   EXPECT(fp8moe_cuda_plan_context_sm90_variant().gemm1_claim == 1, "FALLBACK without y: claimed items");
   EXPECT(fp8moe_cuda_plan_context_sm90_variant().stream_handoff == 1, "FALLBACK without h: the stream handoff");
+  EXPECT(fp8moe_cuda_plan_context_sm90_variant().stream_pairs == 1, "FALLBACK without b: the stream units of two tiles");
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "h", 1);
   EXPECT(variant_is(overlap, grouped, grouped) && clusters_are(0) &&
              fp8moe_cuda_plan_context_sm90_variant().gemm1_claim == 1 &&
-             fp8moe_cuda_plan_context_sm90_variant().stream_handoff == 0,
+             fp8moe_cuda_plan_context_sm90_variant().stream_handoff == 0 &&
+             fp8moe_cuda_plan_context_sm90_variant().stream_pairs == 1,
          "FALLBACK=h: the stream GEMMs without their epilogue warpgroup, nothing else changed");
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "l", 1);
+  EXPECT(fp8moe_cuda_plan_context_sm90_variant().stream_pairs == 2, "FALLBACK=l: the stream pairs without their size rule");
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "lb", 1);
+  EXPECT(fp8moe_cuda_plan_context_sm90_variant().stream_pairs == 0, "FALLBACK=lb: b wins, one tile per unit");
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "b", 1);
+  EXPECT(variant_is(overlap, grouped, grouped) && clusters_are(0) &&
+             fp8moe_cuda_plan_context_sm90_variant().stream_handoff == 1 &&
+             fp8moe_cuda_plan_context_sm90_variant().stream_pairs == 0,
+         "FALLBACK=b: the stream GEMMs with one tile per unit, nothing else changed");
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "o", 1);
   EXPECT(variant_is(overlap, grouped, column), "FALLBACK=o: GEMM2 column-block major, GEMM1 grouped");
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "u", 1);
@@ -1043,9 +1054,49 @@ static void stream_handoff_rule(void) {
          "256 units: the handoff on %d CTAs, not on one more (nor on none)", (int)edge);
 }
 
+/* Units of two tiles (fp8moe_cuda_plan_stream_pairs): only where one expert can be routed more than a tile's
+ * 16 rows, i.e. T > 16 (a token routes to an expert at most once), and on the shapes measured to gain. */
+static void stream_pairs_rule(void) {
+  static const struct {
+    int64_t T, H, I;
+    int32_t E, K;
+    int32_t pairs;
+    const char* what;
+  } k[] = {
+      {16, 7168, 2048, 256, 8, 0, "deepseek-v3 T=16 (no expert can hold more than one tile)"},
+      {17, 7168, 2048, 256, 8, 1, "deepseek-v3 T=17"},
+      {256, 7168, 2048, 256, 8, 1, "deepseek-v3 T=256 (measured -16 %)"},
+      {512, 7168, 2048, 384, 8, 1, "kimi-k2 T=512 (measured -21 %)"},
+      {128, 4096, 1408, 128, 8, 0, "glm-4.5-air T=128 (H = 4096: measured -5 %, but T=64 +16 %)"},
+      {128, 4096, 1536, 128, 8, 0, "qwen3-235b-a22b T=128 (H = 4096: measured +2 %)"},
+      {128, 2048, 768, 128, 8, 0, "qwen3-30b-a3b T=128 (H = 2048: measured +4 %, skewed +11-23 %)"},
+      {32, 4096, 14336, 8, 2, 0, "mixtral-8x7b T=32 (8 experts: measured +2 %)"},
+      {256, 5120, 8192, 16, 1, 0, "llama4-scout T=256 (16 experts: flat)"},
+      {1, 7168, 2048, 256, 8, 0, "deepseek-v3 T=1"},
+  };
+  for (size_t i = 0; i < sizeof k / sizeof k[0]; ++i) {
+    const fp8moe_problem p = problem(k[i].T, k[i].H, k[i].I, k[i].E, k[i].K, 0x10000);
+    EXPECT(fp8moe_cuda_plan_stream_pairs(&p, 1) == k[i].pairs, "%s: units of two tiles %d, expected %d", k[i].what,
+           (int)fp8moe_cuda_plan_stream_pairs(&p, 1), (int)k[i].pairs);
+  }
+  const fp8moe_problem h_below = problem(128, FP8MOE_STREAM_PAIRS_MIN_H - 128, 1408, 128, 8, 0x10000),
+                       e_below = problem(128, FP8MOE_STREAM_PAIRS_MIN_H, 1408, FP8MOE_STREAM_PAIRS_MIN_EXPERTS - 1, 8,
+                                         0x10000),
+                       edge = problem(128, FP8MOE_STREAM_PAIRS_MIN_H, 1408, FP8MOE_STREAM_PAIRS_MIN_EXPERTS, 8, 0x10000);
+  EXPECT(!fp8moe_cuda_plan_stream_pairs(&h_below, 1) && !fp8moe_cuda_plan_stream_pairs(&e_below, 1) &&
+             fp8moe_cuda_plan_stream_pairs(&edge, 1),
+         "the edges: H %d and %d experts take the pairs, one block of H or one expert fewer do not",
+         FP8MOE_STREAM_PAIRS_MIN_H, FP8MOE_STREAM_PAIRS_MIN_EXPERTS);
+  const fp8moe_problem small = problem(37, 256, 256, 16, 4, 0x10000), at = problem(16, 256, 256, 16, 4, 0x10000);
+  EXPECT(fp8moe_cuda_plan_stream_pairs(&small, 2) && !fp8moe_cuda_plan_stream_pairs(&at, 2) &&
+             !fp8moe_cuda_plan_stream_pairs(&small, 0) && !fp8moe_cuda_plan_stream_pairs(&small, 1),
+         "mode 2 (\"l\"): the pairs from T = 17 on any shape; mode 0 (\"b\"): never");
+}
+
 int main(void) {
   gemm1_pairs();
   stream_handoff_rule();
+  stream_pairs_rule();
   size_rule();
   gemm2_pairs();
   pair_lists();

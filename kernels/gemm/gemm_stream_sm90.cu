@@ -2,6 +2,9 @@
  * requantization fused) and GEMM2 (y by slot) for tiles of 16 expert-sorted rows holding 1–16 real tokens,
  * where the cost is reading the selected experts' weights once (docs/GPU.md "Weight-streaming decode GEMMs").
  * Same contract, arithmetic and conventions as gemm_decode.cu (the register path they replace on cc 9.0).
+ *  - PAIRS (the plan's choice where an expert can hold two tiles: fp8moe_cuda_plan_stream_pairs): a unit takes up
+ *    to two consecutive tiles of one expert (32 token rows, wgmma N = 32), so the expert's weights stream once
+ *    for up to 32 rows; each CTA builds its list of units in shared memory (docs/GPU.md "Units of two tiles").
  *  - One persistent CTA per SM: a producer warp and an MMA warpgroup (160 threads), or with HANDOFF (the
  *    plan's choice where CTAs hold several short units: fp8moe_cuda_plan_stream_handoff) also an epilogue
  *    warpgroup (288 threads): the MMA warpgroup hands each finished segment's accumulators over through
@@ -46,12 +49,11 @@ namespace fp8moe {
 namespace stream {
 namespace {
 
-constexpr int kRows = FP8MOE_GEMM_TILE_M_SMALL;  /* token rows per tile: wgmma's N is 8 or 16 */
+constexpr int kRows = FP8MOE_GEMM_TILE_M_SMALL;  /* token rows per tile: wgmma's N is 8 or 16 (32 for a pair) */
 constexpr int kBK = FP8MOE_GEMM_TILE_K;          /* K per stage: one scale block, one 128-byte swizzle row */
 constexpr int kBox = 128;                        /* weight rows per TMA box */
 constexpr int kUnitRows = FP8MOE_STREAM_UNIT_ROWS; /* weight rows per unit: two boxes */
 static_assert(kUnitRows == 2 * kBox, "a stage loads a unit's two boxes");
-constexpr int kStages = FP8MOE_STREAM_STAGES;
 constexpr int kConsumers = 128;                  /* the MMA warpgroup: warps 0–3 */
 constexpr int kEpilogue = 128;                   /* the epilogue warpgroup (HANDOFF kernels): warps 4–7 */
 /* The producer warp's first thread and the block size: MMA warpgroup (+ epilogue warpgroup) + producer warp. */
@@ -60,35 +62,55 @@ __host__ __device__ constexpr int producer_thread() { return HANDOFF ? kConsumer
 template <bool HANDOFF>
 __host__ __device__ constexpr int block_threads() { return producer_thread<HANDOFF>() + 32; }
 constexpr int kBoxBytes = kBox * kBK;
-constexpr int kXBytes = kRows * kBK;
 constexpr int kEpiPitch = kUnitRows + 4;
-constexpr int kPartial = FP8MOE_STREAM_PARTIAL_FLOATS; /* floats of one partial tile: 32 per consumer thread */
 static_assert(kRows == 16 && kBK == 128, "16-row tiles, 128-wide scale blocks");
-static_assert(kPartial == 4 * (kRows / 2) * kConsumers, "4 M blocks × N/2 accumulators × 128 threads");
+static_assert(FP8MOE_STREAM_PARTIAL_FLOATS == 4 * kRows * kConsumers, "4 M blocks × N/2 accumulators × 128 threads, N = 32");
+/* PAIRS kernels (the 160-thread kernels where an expert can hold more than one tile; the plan's
+ * fp8moe_cuda_plan_stream_pairs): a unit takes two consecutive tiles of one expert, 32 token rows (wgmma N = 32),
+ * so an expert with 17–32 rows streams its weights once instead of once per tile (docs/GPU.md "Units of two
+ * tiles"). Their list of units (first tile, one or two) is built per CTA in shared memory (build_groups). */
+constexpr int kListTiles = 1024;  /* the list's capacity: max_tiles ≤ 2·E at the stream rows' < 16 rows per expert */
+constexpr int kListExperts = 512; /* first tile of each local expert */
 
-struct Stage {
-  uint8_t w[2][kBoxBytes]; /* two 128-row boxes: GEMM1 gate rows then up rows; GEMM2 columns n0.., n0+128.. */
-  uint8_t x[kXBytes];      /* the tile's 16 token rows, K-major, 128-byte swizzle (two 8-row core groups) */
-};
-static_assert(sizeof(Stage) % 1024 == 0, "the 128-byte swizzle repeats every 1024 bytes: tiles stay aligned");
-
-struct Smem {
+/* The shared memory of one kernel family: ROWS token rows per unit (16, or 32 with PAIRS), STAGES ring depth
+ * (6 × 34 KB, or 5 × 36 KB: the larger token tile and epi buffer leave no room for a sixth). */
+template <bool PAIRS>
+struct SmemT {
+  static constexpr int kTok = PAIRS ? 2 * kRows : kRows; /* token rows of a unit's B tile */
+  static constexpr int kStages = PAIRS ? FP8MOE_STREAM_STAGES - 1 : FP8MOE_STREAM_STAGES;
+  static constexpr int kXBytes = kTok * kBK;
+  /* floats of one fixup partial slot, 4 M blocks × kTok/2 accumulators × 128 threads (the workspace's slots hold
+   * the PAIRS size; the 16-row kernels keep their own stride) */
+  static constexpr int kPartial = 4 * (kTok / 2) * kConsumers;
+  struct Stage {
+    uint8_t w[2][kBoxBytes]; /* two 128-row boxes: GEMM1 gate rows then up rows; GEMM2 columns n0.., n0+128.. */
+    uint8_t x[kXBytes];      /* the unit's token rows, K-major, 128-byte swizzle (8-row core groups 1 KB apart) */
+  };
+  static_assert(sizeof(Stage) % 1024 == 0, "the 128-byte swizzle repeats every 1024 bytes: tiles stay aligned");
   Stage st[kStages];
   /* A finished unit: first the MMA warpgroup's accumulators handed to the epilogue warpgroup ([element]
    * [thread], hand_over), then the epilogue's token-major rows for coalesced stores. */
-  float epi[kRows][kEpiPitch];
+  float epi[kTok][kEpiPitch];
   uint64_t full[kStages];
   uint64_t empty[kStages];
   uint64_t epi_full;  /* the accumulators are in epi (kConsumers arrivals) */
   uint64_t epi_empty; /* the epilogue is done reading epi (kEpilogue arrivals) */
   int32_t last;       /* the fixup's verdict, broadcast to the epilogue warpgroup */
+  int32_t groups;     /* PAIRS: units per column group (entries of group_first) */
+  int32_t warp_count[8]; /* PAIRS: build_groups' compaction, one per warp; 8 so that no vector load of its 5
+                            reads past it (racecheck saw one overlap group_first) */
+  uint16_t group_first[PAIRS ? kListTiles : 1]; /* PAIRS: first tile | kTwo */
+  int16_t first_tile[PAIRS ? kListExperts : 1]; /* PAIRS: each expert's first tile */
 };
-static_assert(kRows * kEpiPitch >= kPartial, "epi holds a whole unit's accumulators");
-constexpr size_t kSmemBytes = sizeof(Smem) + 1024; /* + slack to align the dynamic buffer to 1024 */
-static_assert(kSmemBytes <= 232448, "within the 227 KB a Hopper CTA may have");
+static_assert(kRows * kEpiPitch >= SmemT<false>::kPartial, "epi holds a whole 16-row unit's accumulators");
+static_assert(SmemT<true>::kPartial == FP8MOE_STREAM_PARTIAL_FLOATS, "the workspace's partial slots hold a PAIRS unit's");
+template <bool PAIRS>
+__host__ __device__ constexpr size_t smem_bytes() { return sizeof(SmemT<PAIRS>) + 1024; /* + alignment slack */ }
+static_assert(smem_bytes<false>() <= 232448 && smem_bytes<true>() <= 232448, "within the 227 KB a Hopper CTA may have");
 
 #if FP8MOE_SM90A
-/* What every thread of a CTA derives identically: the work, this CTA's iteration range. */
+/* What every thread of a CTA derives identically: the work, this CTA's iteration range. tiles counts the units
+ * of one column group: tiles, or with PAIRS the entries of the unit list. */
 struct Range {
   int32_t tiles, col_units, kblocks;
   int64_t work, ctas, begin, end;
@@ -125,6 +147,66 @@ __device__ __forceinline__ int32_t ld_relaxed(const int32_t* p) {
   int32_t v;
   asm volatile("ld.relaxed.gpu.global.b32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
   return v;
+}
+
+constexpr uint32_t kTwo = 0x8000u; /* group_first: the unit has a second tile */
+
+/* A unit's token rows: its first tile and the rows (16, or 32 for a pair of tiles of one expert). */
+struct Group {
+  int32_t tile0;
+  int rows;
+};
+template <bool PAIRS, class SM>
+__device__ __forceinline__ Group group_at(const SM& sm, int32_t g) {
+  if constexpr (PAIRS) {
+    const uint32_t v = sm.group_first[g];
+    return {static_cast<int32_t>(v & (kTwo - 1u)), (v & kTwo) != 0u ? 2 * kRows : kRows};
+  } else {
+    (void)sm;
+    return {g, kRows};
+  }
+}
+
+/* PAIRS, by every thread of the CTA before the roles split (it synchronizes the CTA): the unit list of the first
+ * `tiles` tiles in tile order — tile t starts a unit when it is an even number of tiles past its expert's first
+ * (the permutation keeps an expert's tiles consecutive and tile_expert non-decreasing), and takes t + 1 too when
+ * that is the same expert's. Returns the list's length. tile_expert is read at gpu scope (L2): GEMM2 builds the
+ * list before griddepcontrol.wait, as its producer reads the tile list (file comment). */
+template <class SM>
+__device__ int32_t build_groups(SM& sm, const int32_t* tile_expert, int32_t tiles) {
+  constexpr int n = block_threads<false>(), kWarps = n / 32; /* the PAIRS kernels' 160 threads */
+  static_assert(kWarps <= 8, "warp_count holds one count per warp");
+  const int tid = static_cast<int>(threadIdx.x), warp = tid / 32, lane = tid % 32;
+  for (int32_t t = tid; t < tiles; t += n) {
+    const int32_t e = ld_relaxed(tile_expert + t);
+    if (t == 0 || ld_relaxed(tile_expert + t - 1) != e) sm.first_tile[e] = static_cast<int16_t>(t);
+  }
+  __syncthreads();
+  int32_t base = 0;
+#pragma unroll 1
+  for (int32_t c0 = 0; c0 < tiles; c0 += n) {
+    const int32_t t = c0 + tid;
+    bool start = false, two = false;
+    if (t < tiles) {
+      const int32_t e = ld_relaxed(tile_expert + t);
+      start = ((t - sm.first_tile[e]) & 1) == 0;
+      two = start && t + 1 < tiles && ld_relaxed(tile_expert + t + 1) == e;
+    }
+    const uint32_t m = __ballot_sync(0xffffffffu, start);
+    if (lane == 0) sm.warp_count[warp] = __popc(m);
+    __syncthreads();
+    int32_t off = base, total = 0;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) {
+      const int32_t c = sm.warp_count[w];
+      off += w < warp ? c : 0;
+      total += c;
+    }
+    if (start) sm.group_first[off + __popc(m & ((1u << lane) - 1u))] = static_cast<uint16_t>(t | (two ? kTwo : 0u));
+    base += total;
+    __syncthreads(); /* warp_count is rewritten next round */
+  }
+  return base;
 }
 
 /* An L2 prefetch of element (i0, i1) of a scale tensor: a hint only, so a scale that a unit's epilogue reads
@@ -171,34 +253,35 @@ struct TileRows {
   int real;     /* real rows in the tile */
 };
 
-/* The walk over the CTA's range, the same for both GEMMs and both warpgroups: unit u = tile (fastest) ×
- * UNIT_ROWS weight rows, its segment of blocks, the tile's rows and expert; unit(seg, it, j, e, row0, n0, tr)
+/* The walk over the CTA's range, the same for both GEMMs and both warpgroups: unit u = tile, or with PAIRS
+ * list entry, (fastest) × UNIT_ROWS weight rows, its segment of blocks, its token rows (lane l: row l) and
+ * expert; unit(seg, it, j, e, row0, n0, tr)
  * handles the CTA's j-th segment, which the MMA warpgroup consumes from ring position it on. AHEAD (the
  * HANDOFF kernels): the next unit's expert and row slots are loaded before this unit's work, so that their
  * latency hides under it instead of standing between two units; the 160-thread kernels measured 0.2–1.1 %
  * faster without it (docs/GPU.md "The epilogue warpgroup"). */
-template <int UNIT_ROWS, bool AHEAD, class Unit>
-__device__ __forceinline__ void walk_units(const Range& rg, const int32_t* sorted_slots, const int32_t* tile_expert,
-                                           Unit unit) {
+template <int UNIT_ROWS, bool AHEAD, bool PAIRS, class SM, class Unit>
+__device__ __forceinline__ void walk_units(const SM& sm, const Range& rg, const int32_t* sorted_slots,
+                                           const int32_t* tile_expert, Unit unit) {
   const int lane = threadIdx.x % 32;
   int32_t e_next = 0, slot_next = -1;
   auto fetch = [&](int64_t i) { /* the unit of iteration i */
-    const int tile = static_cast<int>((i / rg.kblocks) % rg.tiles);
-    e_next = tile_expert[tile];
-    slot_next = lane < kRows ? sorted_slots[static_cast<int64_t>(tile) * kRows + lane] : -1;
+    const Group gp = group_at<PAIRS>(sm, static_cast<int32_t>((i / rg.kblocks) % rg.tiles));
+    e_next = tile_expert[gp.tile0];
+    slot_next = lane < gp.rows ? sorted_slots[static_cast<int64_t>(gp.tile0) * kRows + lane] : -1;
   };
   if (AHEAD && rg.begin < rg.end) fetch(rg.begin);
   uint32_t it = 0, j = 0;
   for (int64_t i = rg.begin; i < rg.end; ++j) {
     const int64_t u = i / rg.kblocks;
-    const int tile = static_cast<int>(u % rg.tiles);
+    const Group gp = group_at<PAIRS>(sm, static_cast<int32_t>(u % rg.tiles));
     const int32_t n0 = static_cast<int32_t>(u / rg.tiles) * UNIT_ROWS;
     const fp8moe_split_segment seg = fp8moe_split_segment_of(u, rg.kblocks, rg.begin, rg.end, rg.work, rg.ctas);
-    const int64_t row0 = static_cast<int64_t>(tile) * kRows;
+    const int64_t row0 = static_cast<int64_t>(gp.tile0) * kRows;
     TileRows tr;
-    tr.slot = AHEAD ? slot_next : lane < kRows ? sorted_slots[row0 + lane] : -1;
+    tr.slot = AHEAD ? slot_next : lane < gp.rows ? sorted_slots[row0 + lane] : -1;
     tr.real = __popc(__ballot_sync(0xffffffffu, tr.slot >= 0));
-    const int32_t e = AHEAD ? e_next : tile_expert[tile];
+    const int32_t e = AHEAD ? e_next : tile_expert[gp.tile0];
     i += seg.kb1 - seg.kb0;
     if (AHEAD && i < rg.end) fetch(i);
     unit(seg, it, j, e, row0, n0, tr);
@@ -209,8 +292,8 @@ __device__ __forceinline__ void walk_units(const Range& rg, const int32_t* sorte
  * goes on with the next unit's stages while the epilogue (fixup, activation and requantization or y stores)
  * runs: with one warpgroup doing both, each unit end left the ring full and no weight bytes in flight for the
  * epilogue's length (docs/GPU.md "The epilogue warpgroup"). [element][thread]: conflict-free. */
-template <int N>
-__device__ __forceinline__ void hand_over(Smem& sm, const float (&acc)[4][N / 2], uint32_t j) {
+template <int N, class SM>
+__device__ __forceinline__ void hand_over(SM& sm, const float (&acc)[4][N / 2], uint32_t j) {
   constexpr int R = N / 2;
   mbar_wait(&sm.epi_empty, (j & 1u) ^ 1u); /* the epilogue of segment j − 1 is done reading epi */
   float* h = &sm.epi[0][0];
@@ -223,8 +306,9 @@ __device__ __forceinline__ void hand_over(Smem& sm, const float (&acc)[4][N / 2]
 }
 /* The ring (full: full_count arrivals; empty: the MMA warpgroup) and the epi handoff; thread 0, before the
  * __syncthreads that publishes them. */
-__device__ __forceinline__ void init_barriers(Smem& sm, uint32_t full_count) {
-  for (int s = 0; s < kStages; ++s) {
+template <class SM>
+__device__ __forceinline__ void init_barriers(SM& sm, uint32_t full_count) {
+  for (int s = 0; s < SM::kStages; ++s) {
     sm90::mbar_init(&sm.full[s], full_count);
     sm90::mbar_init(&sm.empty[s], kConsumers);
   }
@@ -232,8 +316,8 @@ __device__ __forceinline__ void init_barriers(Smem& sm, uint32_t full_count) {
   sm90::mbar_init(&sm.epi_empty, kEpilogue);
   sm90::mbar_init_fence();
 }
-template <int N>
-__device__ __forceinline__ void take_over(Smem& sm, float (&acc)[4][N / 2], uint32_t j) {
+template <int N, class SM>
+__device__ __forceinline__ void take_over(SM& sm, float (&acc)[4][N / 2], uint32_t j) {
   constexpr int R = N / 2;
   mbar_wait(&sm.epi_full, j & 1u);
   const float* h = &sm.epi[0][0];
@@ -248,8 +332,8 @@ __device__ __forceinline__ void take_over(Smem& sm, float (&acc)[4][N / 2], uint
 /* Blocks [kb0, kb1) of one unit from the ring (position `it` on): acc[m] is M block m (64 weight rows:
  * box m / 2, half m % 2). The block scales are read before the full barrier's wait, so their latency hides
  * under it: cx(b, kb) of the thread's b-th token, cw(box, kb) of a weight box. */
-template <int N, bool BLOCK, bool GATHERED, class XScale, class WScale>
-__device__ __forceinline__ void consume(Smem& sm, int kb0, int kb1, uint32_t& it, float (&acc)[4][N / 2], XScale cx,
+template <int N, bool BLOCK, bool GATHERED, class SM, class XScale, class WScale>
+__device__ __forceinline__ void consume(SM& sm, int kb0, int kb1, uint32_t& it, float (&acc)[4][N / 2], XScale cx,
                                         WScale cw) {
   constexpr int R = N / 2, B = N / 4;
   float p[4][R];
@@ -272,8 +356,8 @@ __device__ __forceinline__ void consume(Smem& sm, int kb0, int kb1, uint32_t& it
       sw[0] = cw(0, kb);
       sw[1] = cw(1, kb);
     }
-    const int s = static_cast<int>(it % kStages);
-    mbar_wait(&sm.full[s], (it / kStages) & 1u);
+    const int s = static_cast<int>(it % SM::kStages);
+    mbar_wait(&sm.full[s], (it / SM::kStages) & 1u);
     if (GATHERED) fence_proxy_async(); /* GEMM1's x rows came by cp.async: sm90::publish_gathered */
     const uint64_t db = desc_sw128(sm.st[s].x);
     wgmma_fence();
@@ -303,13 +387,14 @@ __device__ __forceinline__ void consume(Smem& sm, int kb0, int kb1, uint32_t& it
 /* After this CTA's segment of a unit: true when the unit is finished here (not split, or the last segment to
  * arrive), with acc then holding the whole sum (segments in K order). Partial tiles are laid out [element]
  * [thread], so each consumer thread stores and loads its own column of the tile (coalesced). */
-template <int N>
-__device__ __forceinline__ bool fixup(Smem& sm, const fp8moe_split_segment& seg, float* partials, uint32_t* counters,
+template <int N, class SM>
+__device__ __forceinline__ bool fixup(SM& sm, const fp8moe_split_segment& seg, float* partials, uint32_t* counters,
                                       float (&acc)[4][N / 2]) {
   constexpr int R = N / 2;
   if (seg.first == seg.last) return true;
   const int ct = wg_thread();
   const int me = static_cast<int>(blockIdx.x);
+  constexpr int kPartial = SM::kPartial;
   float* mine = partials + (static_cast<size_t>(me) * 2 + seg.slot) * kPartial;
 #pragma unroll
   for (int m = 0; m < 4; ++m)
@@ -325,15 +410,17 @@ __device__ __forceinline__ bool fixup(Smem& sm, const fp8moe_split_segment& seg,
   const bool last = sm.last != 0;
   if (!last) return false; /* sm.last is written again only after the next unit's first epilogue_sync */
   fence_acq_rel_gpu(); /* acquire: every other segment's partial is visible */
-  /* Two segments' loads per trip (one L2 round trip for both), added in CTA order: the K order is fixed. */
+  /* Two segments' loads per trip (one L2 round trip for both; one for a two-tile unit, whose 64 accumulators
+   * per thread leave no registers for two), added in CTA order: the K order is fixed. */
+  constexpr int kPerTrip = R > 8 ? 1 : 2;
   auto seg_value = [&](int c, int m, int i) {
     const float* src = partials + (static_cast<size_t>(c) * 2 + fp8moe_split_slot_of(c, seg.first)) * kPartial;
     return c == me ? acc[m][i] : __ldcg(src + (m * R + i) * kConsumers + ct);
   };
   float tot[4][R] = {};
 #pragma unroll 1
-  for (int c = seg.first; c <= seg.last; c += 2) {
-    const bool two = c < seg.last;
+  for (int c = seg.first; c <= seg.last; c += kPerTrip) {
+    const bool two = kPerTrip == 2 && c < seg.last;
     float v0[4][R], v1[4][R];
 #pragma unroll
     for (int m = 0; m < 4; ++m)
@@ -360,36 +447,41 @@ __device__ __forceinline__ bool fixup(Smem& sm, const fp8moe_split_segment& seg,
 
 /* ------------------------------------------------------------------------------------------- producer */
 /* GEMM1's producer warp: per stage lane 0 loads the unit's gate box and up box of W13[e] (32 KB, expect_tx),
- * and every lane gathers 4 16-byte chunks of the tile's token rows (lane l: row l % 16, chunks 4·(l / 16)..+3)
- * into the swizzled B layout (chunk c of row r at 16·(c ^ (r % 8))), padding rows zero-filled. */
-__device__ __forceinline__ void produce1(const fp8moe_gemm1_args& a, const CUtensorMap& map_w, Smem& sm,
+ * and the lanes gather the unit's token rows in 16-byte chunks (16-row units: lane l 4 chunks of row l % 16,
+ * 4·(l / 16)..+3; PAIRS: lane l the 8 of row l, none past a one-tile unit's 16 rows) into the swizzled B
+ * layout (chunk c of row r at 16·(c ^ (r % 8))), padding rows zero-filled. */
+template <bool PAIRS, class SM>
+__device__ __forceinline__ void produce1(const fp8moe_gemm1_args& a, const CUtensorMap& map_w, SM& sm,
                                          const Range& rg) {
-  const int lane = threadIdx.x % 32, r = lane % kRows, c0 = 4 * (lane / kRows);
+  constexpr int kChunks = PAIRS ? 8 : 4;
+  const int lane = threadIdx.x % 32, r = PAIRS ? lane : lane % kRows, c0 = PAIRS ? 0 : 4 * (lane / kRows);
   uint32_t it = 0;
   for (int64_t i = rg.begin; i < rg.end;) {
     const int64_t u = i / rg.kblocks;
-    const int tile = static_cast<int>(u % rg.tiles);
+    const Group gp = group_at<PAIRS>(sm, static_cast<int32_t>(u % rg.tiles));
     const int32_t n0 = static_cast<int32_t>(u / rg.tiles) * kBox;
-    const int32_t e = a.tile_expert[tile];
-    const int32_t slot = a.sorted_slots[static_cast<int64_t>(tile) * kRows + r];
+    const int32_t e = a.tile_expert[gp.tile0];
+    const bool copy = !PAIRS || r < gp.rows;
+    const int32_t slot = copy ? a.sorted_slots[static_cast<int64_t>(gp.tile0) * kRows + r] : -1;
     const int bytes = slot >= 0 ? 16 : 0;
     const uint8_t* src = slot >= 0 ? a.x + static_cast<int64_t>(slot / a.K) * a.x_stride : a.x;
     const int32_t gate_row = (a.gate_first ? 0 : a.I) + n0, up_row = (a.gate_first ? a.I : 0) + n0;
     const int kb1 = static_cast<int>((rg.end - u * rg.kblocks) < rg.kblocks ? rg.end - u * rg.kblocks : rg.kblocks);
 #pragma unroll 1
     for (int kb = static_cast<int>(i - u * rg.kblocks); kb < kb1; ++kb, ++i, ++it) {
-      const int s = static_cast<int>(it % kStages);
-      mbar_wait(&sm.empty[s], ((it / kStages) & 1u) ^ 1u);
+      const int s = static_cast<int>(it % SM::kStages);
+      mbar_wait(&sm.empty[s], ((it / SM::kStages) & 1u) ^ 1u);
       if (lane == 0) {
         mbar_arrive_expect_tx(&sm.full[s], 2 * kBoxBytes);
         sm90::tma_load_3d(sm.st[s].w[0], &map_w, &sm.full[s], kb * kBK, gate_row, e);
         sm90::tma_load_3d(sm.st[s].w[1], &map_w, &sm.full[s], kb * kBK, up_row, e);
       }
+      if (copy)
 #pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const int c = c0 + j;
-        cp_async_16(sm.st[s].x + r * kBK + ((c ^ (r & 7)) << 4), src + static_cast<int64_t>(kb) * kBK + 16 * c, bytes);
-      }
+        for (int j = 0; j < kChunks; ++j) {
+          const int c = c0 + j;
+          cp_async_16(sm.st[s].x + r * kBK + ((c ^ (r & 7)) << 4), src + static_cast<int64_t>(kb) * kBK + 16 * c, bytes);
+        }
       sm90::publish_gathered(&sm.full[s]);
     }
   }
@@ -397,19 +489,22 @@ __device__ __forceinline__ void produce1(const fp8moe_gemm1_args& a, const CUten
 }
 
 /* GEMM2's producer (lane 0): per stage the unit's two boxes of W2[e] (output columns n0.., n0+128..; one
- * where n0 + 128 = H) and the tile's 16 a2q rows (one 16 × 128 box of the 2-D map [rows, I]): 34 KB,
- * expect_tx. The first min(kStages,
+ * where n0 + 128 = H) and the unit's a2q rows (one kTok × 128 box of the 2-D map [rows, I] from its first tile's
+ * first row; a one-tile unit of a PAIRS kernel also loads the next 16 rows, which no wgmma of it reads, rows
+ * past the map zero-filled): 34 or 36 KB, expect_tx. The first min(kStages,
  * iterations) stages get their weight boxes before griddepcontrol.wait (the file comment says why that is
  * safe) and their a2q boxes right after it; their full barriers' expect_tx already counts both. */
+template <bool PAIRS, class SM>
 __device__ __forceinline__ void produce2(const fp8moe_gemm2_args& a, const CUtensorMap& map_w,
-                                         const CUtensorMap& map_x, Smem& sm, const Range& rg) {
+                                         const CUtensorMap& map_x, SM& sm, const Range& rg) {
+  constexpr int kStages = SM::kStages;
   const int64_t early = rg.end - rg.begin < kStages ? rg.end - rg.begin : kStages;
   auto x_box = [&](uint32_t pos, int64_t i) {
     const int64_t u = i / rg.kblocks;
     const int kb = static_cast<int>(i - u * rg.kblocks);
-    const int tile = static_cast<int>(u % rg.tiles);
+    const Group gp = group_at<PAIRS>(sm, static_cast<int32_t>(u % rg.tiles));
     const int s = static_cast<int>(pos % kStages);
-    sm90::tma_load_2d(sm.st[s].x, &map_x, &sm.full[s], kb * kBK, tile * kRows);
+    sm90::tma_load_2d(sm.st[s].x, &map_x, &sm.full[s], kb * kBK, gp.tile0 * kRows);
   };
   uint32_t it = 0;
   for (int64_t i = rg.begin; i < rg.end; ++i, ++it) {
@@ -420,16 +515,16 @@ __device__ __forceinline__ void produce2(const fp8moe_gemm2_args& a, const CUten
     }
     const int64_t u = i / rg.kblocks;
     const int kb = static_cast<int>(i - u * rg.kblocks);
-    const int tile = static_cast<int>(u % rg.tiles);
+    const Group gp = group_at<PAIRS>(sm, static_cast<int32_t>(u % rg.tiles));
     const int32_t n0 = static_cast<int32_t>(u / rg.tiles) * kUnitRows;
-    const int32_t e = ld_relaxed(a.tile_expert + tile);
+    const int32_t e = ld_relaxed(a.tile_expert + gp.tile0);
     const int s = static_cast<int>(it % kStages);
     mbar_wait(&sm.empty[s], ((it / kStages) & 1u) ^ 1u);
     /* The last unit of an H that is an odd multiple of 128 has no second box: it is not loaded, so nothing
      * rests on how TMA counts a box wholly out of bounds; the consumer's wgmmas on that half read whatever
      * the stage holds (an M row never mixes into another), and the epilogue stores no column ≥ H. */
     const bool second = n0 + kBox < a.H;
-    mbar_arrive_expect_tx(&sm.full[s], (second ? 2 : 1) * kBoxBytes + kXBytes);
+    mbar_arrive_expect_tx(&sm.full[s], (second ? 2 : 1) * kBoxBytes + SM::kXBytes);
     sm90::tma_load_3d(sm.st[s].w[0], &map_w, &sm.full[s], kb * kBK, n0, e);
     if (second) sm90::tma_load_3d(sm.st[s].w[1], &map_w, &sm.full[s], kb * kBK, n0 + kBox, e);
     if (it >= static_cast<uint32_t>(early)) x_box(it, i);
@@ -476,8 +571,8 @@ __device__ __forceinline__ Factors1<N / 4> factors1(const fp8moe_gemm1_args& a, 
 /* Unit (tile, 128-column group) finished: dequantize (TENSOR/ROW), weight by token, activate (gate and up of a
  * column are the same element of M blocks m and m + 2), then through shared memory 8 threads per token
  * requantize the token's 128 columns (the group's amax is CTA-local) as gemm_decode.cu does. */
-template <int SCALE, int N>
-__device__ __forceinline__ void epilogue1(const fp8moe_gemm1_args& a, Smem& sm, float (&acc)[4][N / 2], int32_t e,
+template <int SCALE, int N, class SM>
+__device__ __forceinline__ void epilogue1(const fp8moe_gemm1_args& a, SM& sm, float (&acc)[4][N / 2], int32_t e,
                                           int64_t row0, int32_t n0, const Factors1<N / 4>& f, bool release) {
   constexpr int R = N / 2;
   const int ct = wg_thread(), lane = ct % 32;
@@ -502,39 +597,43 @@ __device__ __forceinline__ void epilogue1(const fp8moe_gemm1_args& a, Smem& sm, 
       sm.epi[acc_tok(i)][row] = activate(a.activation, h[0], h[1]);
     }
   epilogue_sync();
-  /* Thread → token r, column pairs c = 2·(ct % 8) + 16k of the group's 128. */
-  const int r = ct / 8, q = ct % 8;
-  const bool live = r < N; /* rows past N of a tile with ≤ 8 real rows are padding: never written */
-  float v[16];
-  float mx = 0.0f;
+  /* Thread → token r (a second pass takes tokens 16..31 of a two-tile unit), column pairs c = 2·(ct % 8) + 16k
+   * of the group's 128. */
 #pragma unroll
-  for (int k = 0; k < 8; ++k) {
-    v[2 * k] = live ? sm.epi[r][2 * q + 16 * k] : 0.0f;
-    v[2 * k + 1] = live ? sm.epi[r][2 * q + 16 * k + 1] : 0.0f;
-    mx = fmaxf(mx, fmaxf(finite_abs(v[2 * k]), finite_abs(v[2 * k + 1])));
-  }
-  if (release) mbar_arrive(&sm.epi_empty); /* this thread's last read of epi */
+  for (int pass = 0; pass < (N > 16 ? 2 : 1); ++pass) {
+    const int r = ct / 8 + 16 * pass, q = ct % 8;
+    const bool live = r < N; /* rows past N of a tile with ≤ 8 real rows are padding: never written */
+    float v[16];
+    float mx = 0.0f;
 #pragma unroll
-  for (int o = 1; o < 8; o <<= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
-  const int64_t grow = row0 + r;
-  if (a.requant == FP8MOE_REQ_FUSED_GROUP || a.requant == FP8MOE_REQ_FUSED_STATIC) {
-    const float s = a.requant == FP8MOE_REQ_FUSED_GROUP ? dynamic_scale(mx) : kref_at(a.a2_static, 0);
-    if (live) {
-#pragma unroll
-      for (int k = 0; k < 8; ++k)
-        *reinterpret_cast<uint16_t*>(a.a2q + grow * a.I + n0 + 2 * q + 16 * k) = e4m3x2(v[2 * k] / s, v[2 * k + 1] / s);
-      if (a.requant == FP8MOE_REQ_FUSED_GROUP && q == 0) a.a2s[grow * (a.I / kBK) + n0 / kBK] = s;
+    for (int k = 0; k < 8; ++k) {
+      v[2 * k] = live ? sm.epi[r][2 * q + 16 * k] : 0.0f;
+      v[2 * k + 1] = live ? sm.epi[r][2 * q + 16 * k + 1] : 0.0f;
+      mx = fmaxf(mx, fmaxf(finite_abs(v[2 * k]), finite_abs(v[2 * k + 1])));
     }
-  } else {
-    if (live)
+    if (release) mbar_arrive(&sm.epi_empty); /* this thread's last read of epi (HANDOFF: one pass) */
 #pragma unroll
-      for (int k = 0; k < 8; ++k)
-        *reinterpret_cast<float2*>(a.inter + grow * a.I + n0 + 2 * q + 16 * k) = make_float2(v[2 * k], v[2 * k + 1]);
-    if (a.requant == FP8MOE_REQ_DEFERRED_ROW) {
-      if (live && q == 0) atomic_amax(a.amax + grow, mx);
+    for (int o = 1; o < 8; o <<= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+    const int64_t grow = row0 + r;
+    if (a.requant == FP8MOE_REQ_FUSED_GROUP || a.requant == FP8MOE_REQ_FUSED_STATIC) {
+      const float s = a.requant == FP8MOE_REQ_FUSED_GROUP ? dynamic_scale(mx) : kref_at(a.a2_static, 0);
+      if (live) {
+#pragma unroll
+        for (int k = 0; k < 8; ++k)
+          *reinterpret_cast<uint16_t*>(a.a2q + grow * a.I + n0 + 2 * q + 16 * k) = e4m3x2(v[2 * k] / s, v[2 * k + 1] / s);
+        if (a.requant == FP8MOE_REQ_FUSED_GROUP && q == 0) a.a2s[grow * (a.I / kBK) + n0 / kBK] = s;
+      }
     } else {
-      mx = warp_max(mx);
-      if (lane == 0) atomic_amax(a.amax, mx);
+      if (live)
+#pragma unroll
+        for (int k = 0; k < 8; ++k)
+          *reinterpret_cast<float2*>(a.inter + grow * a.I + n0 + 2 * q + 16 * k) = make_float2(v[2 * k], v[2 * k + 1]);
+      if (a.requant == FP8MOE_REQ_DEFERRED_ROW) {
+        if (live && q == 0) atomic_amax(a.amax + grow, mx);
+      } else {
+        mx = warp_max(mx);
+        if (lane == 0) atomic_amax(a.amax, mx);
+      }
     }
   }
 }
@@ -542,8 +641,8 @@ __device__ __forceinline__ void epilogue1(const fp8moe_gemm1_args& a, Smem& sm, 
 /* The MMA warpgroup's share of a GEMM1 segment: its blocks, then the accumulators to the epilogue warpgroup
  * (handoff) or its own fixup and epilogue (the factors then loaded before the K loop, so their latency hides
  * under it). */
-template <int SCALE, int N, bool HANDOFF>
-__device__ __forceinline__ void mma1(const fp8moe_gemm1_args& a, Smem& sm, const fp8moe_split_segment& seg,
+template <int SCALE, int N, bool HANDOFF, class SM>
+__device__ __forceinline__ void mma1(const fp8moe_gemm1_args& a, SM& sm, const fp8moe_split_segment& seg,
                                      uint32_t& it, uint32_t j, int32_t e, int64_t row0, int32_t n0,
                                      const TileRows& tr) {
   constexpr int B = N / 4;
@@ -568,8 +667,8 @@ __device__ __forceinline__ void mma1(const fp8moe_gemm1_args& a, Smem& sm, const
 /* The epilogue warpgroup's share: the factors (loaded while the segment's stages stream), the accumulators,
  * the fixup, the epilogue; epi is released at the epilogue's last read, or at once when another CTA finishes
  * the unit. */
-template <int SCALE, int N>
-__device__ __forceinline__ void finish1(const fp8moe_gemm1_args& a, Smem& sm, const fp8moe_split_segment& seg,
+template <int SCALE, int N, class SM>
+__device__ __forceinline__ void finish1(const fp8moe_gemm1_args& a, SM& sm, const fp8moe_split_segment& seg,
                                         uint32_t j, int32_t e, int64_t row0, int32_t n0, const TileRows& tr) {
   const Factors1<N / 4> f = factors1<SCALE, N>(a, e, n0, tr);
   float acc[4][N / 2];
@@ -581,12 +680,13 @@ __device__ __forceinline__ void finish1(const fp8moe_gemm1_args& a, Smem& sm, co
 }
 #endif
 
-template <int SCALE, bool HANDOFF>
+template <int SCALE, bool HANDOFF, bool PAIRS>
 __global__ void __launch_bounds__(block_threads<HANDOFF>(), 1)
     gemm1_stream_kernel(const __grid_constant__ fp8moe_gemm1_args a, const __grid_constant__ CUtensorMap map_w) {
 #if FP8MOE_SM90A
+  static_assert(!(HANDOFF && PAIRS), "a two-tile unit's 128 accumulator registers do not fit the 288-thread cap");
   extern __shared__ uint8_t smem_raw[];
-  Smem& sm = sm90::aligned_smem<Smem>(smem_raw);
+  SmemT<PAIRS>& sm = sm90::aligned_smem<SmemT<PAIRS>>(smem_raw);
   /* full: lane 0's expect_tx + every gathering lane */
   if (threadIdx.x == 0) init_barriers(sm, 1 + 32 * sm90::kGatherArrivals);
   constexpr int kProducer = producer_thread<HANDOFF>();
@@ -594,19 +694,24 @@ __global__ void __launch_bounds__(block_threads<HANDOFF>(), 1)
   __syncthreads();
   wait_prior(); /* x, its scales and the expert-sorted rows come from the kernels before */
   allow_next();
-  const Range rg = range_of(*a.num_tiles, a.I / kBox, a.H / kBK);
+  int32_t units = *a.num_tiles; /* per column group */
+  if constexpr (PAIRS) units = build_groups(sm, a.tile_expert, units);
+  const Range rg = range_of(units, a.I / kBox, a.H / kBK);
   if (rg.begin >= rg.end) return;
   if (threadIdx.x >= kProducer) {
-    produce1(a, map_w, sm, rg);
+    produce1<PAIRS>(a, map_w, sm, rg);
   } else if (threadIdx.x < kConsumers) {
-    walk_units<kBox, HANDOFF>(rg, a.sorted_slots, a.tile_expert,
+    walk_units<kBox, HANDOFF, PAIRS>(sm, rg, a.sorted_slots, a.tile_expert,
                      [&](const fp8moe_split_segment& seg, uint32_t& it, uint32_t j, int32_t e, int64_t row0,
                          int32_t n0, const TileRows& tr) {
+                       if constexpr (PAIRS) {
+                         if (tr.real > 16) return mma1<SCALE, 32, false>(a, sm, seg, it, j, e, row0, n0, tr);
+                       }
                        if (tr.real > 8) mma1<SCALE, 16, HANDOFF>(a, sm, seg, it, j, e, row0, n0, tr);
                        else mma1<SCALE, 8, HANDOFF>(a, sm, seg, it, j, e, row0, n0, tr);
                      });
   } else if (HANDOFF) { /* the epilogue warpgroup: the 160-thread kernels have none */
-    walk_units<kBox, HANDOFF>(rg, a.sorted_slots, a.tile_expert,
+    walk_units<kBox, HANDOFF, PAIRS>(sm, rg, a.sorted_slots, a.tile_expert,
                      [&](const fp8moe_split_segment& seg, uint32_t&, uint32_t j, int32_t e, int64_t row0, int32_t n0,
                          const TileRows& tr) {
                        if (tr.real > 8) finish1<SCALE, 16>(a, sm, seg, j, e, row0, n0, tr);
@@ -622,28 +727,35 @@ __global__ void __launch_bounds__(block_threads<HANDOFF>(), 1)
 
 /* ----------------------------------------------------------------------------------------------- GEMM2 */
 #if FP8MOE_SM90A
-/* The thread's epilogue scale (token ct / 8 of the tile; TENSOR a2 × the expert's weight scale, ROW the row's
- * a2 scale), read before the unit's K loop so its latency hides under it; ROW's per-column weight scales of
- * the unit are prefetched into L2 (8 lines of 32 fp32; a hint). */
-template <int SCALE>
-__device__ __forceinline__ float factor2(const fp8moe_gemm2_args& a, int32_t e, int64_t row0, int32_t n0,
-                                         const TileRows& tr) {
-  float st = 0.0f;
-  if (SCALE == FP8MOE_SCALE_TENSOR) st = kref_at(a.a2_scale, 0) * kref_at(a.w_scale, e);
-  if (SCALE == FP8MOE_SCALE_ROW) {
-    const int ct = wg_thread(), r = ct / 8;
-    const int32_t slot = __shfl_sync(0xffffffffu, tr.slot, r); /* padding rows' scales are never read */
-    if (slot >= 0) st = kref_at(a.a2_scale, row0 + r);
-    if (ct < 8 && n0 + 32 * ct < a.H) prefetch_l2(a.w_scale, e, n0 + 32 * ct);
+/* The thread's epilogue scales (token ct / 8 of the unit, and ct / 8 + 16 of a two-tile unit; TENSOR a2 × the
+ * expert's weight scale, ROW the row's a2 scale), read before the unit's K loop so their latency hides under
+ * it; ROW's per-column weight scales of the unit are prefetched into L2 (8 lines of 32 fp32; a hint). */
+struct Factor2 {
+  float st[2];
+};
+template <int SCALE, int N>
+__device__ __forceinline__ Factor2 factor2(const fp8moe_gemm2_args& a, int32_t e, int64_t row0, int32_t n0,
+                                           const TileRows& tr) {
+  Factor2 f = {{0.0f, 0.0f}};
+#pragma unroll
+  for (int pass = 0; pass < (N > 16 ? 2 : 1); ++pass) {
+    if (SCALE == FP8MOE_SCALE_TENSOR) f.st[pass] = kref_at(a.a2_scale, 0) * kref_at(a.w_scale, e);
+    if (SCALE == FP8MOE_SCALE_ROW) {
+      const int r = wg_thread() / 8 + 16 * pass;
+      const int32_t slot = __shfl_sync(0xffffffffu, tr.slot, r); /* padding rows' scales are never read */
+      if (slot >= 0) f.st[pass] = kref_at(a.a2_scale, row0 + r);
+    }
   }
-  return st;
+  const int ct = wg_thread();
+  if (SCALE == FP8MOE_SCALE_ROW && ct < 8 && n0 + 32 * ct < a.H) prefetch_l2(a.w_scale, e, n0 + 32 * ct);
+  return f;
 }
 
 /* Unit (tile, 256 output columns) finished: through shared memory, 8 threads per token store bf16 pairs of
  * its columns (< H) into y's row of the token's slot; padding rows are not stored. */
-template <int SCALE, int N>
-__device__ __forceinline__ void epilogue2(const fp8moe_gemm2_args& a, Smem& sm, float (&acc)[4][N / 2], int32_t e,
-                                          int32_t n0, const TileRows& tr, float st, bool release) {
+template <int SCALE, int N, class SM>
+__device__ __forceinline__ void epilogue2(const fp8moe_gemm2_args& a, SM& sm, float (&acc)[4][N / 2], int32_t e,
+                                          int32_t n0, const TileRows& tr, const Factor2& f, bool release) {
   constexpr int R = N / 2;
   const int ct = wg_thread();
   epilogue_sync(); /* the accumulators are out of epi, the previous unit's stores are done with it */
@@ -652,23 +764,27 @@ __device__ __forceinline__ void epilogue2(const fp8moe_gemm2_args& a, Smem& sm, 
 #pragma unroll
     for (int i = 0; i < R; ++i) sm.epi[acc_tok(i)][64 * m + acc_row(i)] = acc[m][i];
   epilogue_sync();
-  const int r = ct / 8, q = ct % 8;
-  const int32_t slot = __shfl_sync(0xffffffffu, tr.slot, r);
-  if (r < N && slot >= 0) { /* padding rows are not stored */
-    uint16_t* yrow = a.y + static_cast<int64_t>(slot) * a.H;
+#pragma unroll
+  for (int pass = 0; pass < (N > 16 ? 2 : 1); ++pass) { /* tokens 16..31 of a two-tile unit in a second pass */
+    const int r = ct / 8 + 16 * pass, q = ct % 8;
+    const float st = f.st[pass];
+    const int32_t slot = __shfl_sync(0xffffffffu, tr.slot, r);
+    if (r < N && slot >= 0) { /* padding rows are not stored */
+      uint16_t* yrow = a.y + static_cast<int64_t>(slot) * a.H;
 #pragma unroll 4
-    for (int k = 0; k < kUnitRows / 16; ++k) {
-      const int c = 2 * q + 16 * k, col = n0 + c;
-      if (col >= a.H) break;
-      float v0 = sm.epi[r][c], v1 = sm.epi[r][c + 1];
-      if (SCALE == FP8MOE_SCALE_TENSOR) {
-        v0 *= st;
-        v1 *= st;
-      } else if (SCALE == FP8MOE_SCALE_ROW) {
-        v0 = v0 * st * kref_at(a.w_scale, e, col);
-        v1 = v1 * st * kref_at(a.w_scale, e, col + 1);
+      for (int k = 0; k < kUnitRows / 16; ++k) {
+        const int c = 2 * q + 16 * k, col = n0 + c;
+        if (col >= a.H) break;
+        float v0 = sm.epi[r][c], v1 = sm.epi[r][c + 1];
+        if (SCALE == FP8MOE_SCALE_TENSOR) {
+          v0 *= st;
+          v1 *= st;
+        } else if (SCALE == FP8MOE_SCALE_ROW) {
+          v0 = v0 * st * kref_at(a.w_scale, e, col);
+          v1 = v1 * st * kref_at(a.w_scale, e, col + 1);
+        }
+        *reinterpret_cast<uint32_t*>(yrow + col) = y_bf16x2(v0, v1);
       }
-      *reinterpret_cast<uint32_t*>(yrow + col) = y_bf16x2(v0, v1);
     }
   }
   if (release) mbar_arrive(&sm.epi_empty); /* this thread's reads of epi are done */
@@ -676,8 +792,8 @@ __device__ __forceinline__ void epilogue2(const fp8moe_gemm2_args& a, Smem& sm, 
 
 /* GEMM2's shares, as mma1 and finish1 for GEMM1 (the epilogue factor loaded before the K loop where the MMA
  * warpgroup runs the epilogue itself). */
-template <int SCALE, int N, bool HANDOFF>
-__device__ __forceinline__ void mma2(const fp8moe_gemm2_args& a, Smem& sm, const fp8moe_split_segment& seg,
+template <int SCALE, int N, bool HANDOFF, class SM>
+__device__ __forceinline__ void mma2(const fp8moe_gemm2_args& a, SM& sm, const fp8moe_split_segment& seg,
                                      uint32_t& it, uint32_t j, int32_t e, int64_t row0, int32_t n0,
                                      const TileRows& tr) {
   const int32_t hb = a.H / kBK; /* weight-scale blocks along H: the out-of-bounds box reads the last one */
@@ -685,57 +801,64 @@ __device__ __forceinline__ void mma2(const fp8moe_gemm2_args& a, Smem& sm, const
   float acc[4][N / 2];
   auto cx = [&](int b, int kb) { return kref_at(a.a2_scale, row0 + tok_of_index(b), kb); };
   auto cw = [&](int box, int kb) { return kref_at(a.w_scale, e, nb[box], kb); };
-  const float st = HANDOFF ? 0.0f : factor2<SCALE>(a, e, row0, n0, tr);
+  const Factor2 f = HANDOFF ? Factor2{{0.0f, 0.0f}} : factor2<SCALE, N>(a, e, row0, n0, tr);
   consume<N, SCALE == FP8MOE_SCALE_BLOCK, false>(sm, seg.kb0, seg.kb1, it, acc, cx, cw);
   if (HANDOFF) hand_over<N>(sm, acc, j);
   else if (fixup<N>(sm, seg, a.stream_partials, a.stream_counters, acc))
-    epilogue2<SCALE, N>(a, sm, acc, e, n0, tr, st, false);
+    epilogue2<SCALE, N>(a, sm, acc, e, n0, tr, f, false);
 }
-template <int SCALE, int N>
-__device__ __forceinline__ void finish2(const fp8moe_gemm2_args& a, Smem& sm, const fp8moe_split_segment& seg,
+template <int SCALE, int N, class SM>
+__device__ __forceinline__ void finish2(const fp8moe_gemm2_args& a, SM& sm, const fp8moe_split_segment& seg,
                                         uint32_t j, int32_t e, int64_t row0, int32_t n0, const TileRows& tr) {
-  const float st = factor2<SCALE>(a, e, row0, n0, tr);
+  const Factor2 f = factor2<SCALE, N>(a, e, row0, n0, tr);
   float acc[4][N / 2];
   take_over<N>(sm, acc, j);
   if (fixup<N>(sm, seg, a.stream_partials, a.stream_counters, acc))
-    epilogue2<SCALE, N>(a, sm, acc, e, n0, tr, st, true);
+    epilogue2<SCALE, N>(a, sm, acc, e, n0, tr, f, true);
   else
     mbar_arrive(&sm.epi_empty);
 }
 #endif
 
-template <int SCALE, bool HANDOFF>
+template <int SCALE, bool HANDOFF, bool PAIRS>
 __global__ void __launch_bounds__(block_threads<HANDOFF>(), 1)
     gemm2_stream_kernel(const __grid_constant__ fp8moe_gemm2_args a, const __grid_constant__ CUtensorMap map_x,
                         const __grid_constant__ CUtensorMap map_w) {
 #if FP8MOE_SM90A
+  static_assert(!(HANDOFF && PAIRS), "a two-tile unit's 128 accumulator registers do not fit the 288-thread cap");
   extern __shared__ uint8_t smem_raw[];
-  Smem& sm = sm90::aligned_smem<Smem>(smem_raw);
+  SmemT<PAIRS>& sm = sm90::aligned_smem<SmemT<PAIRS>>(smem_raw);
   if (threadIdx.x == 0) init_barriers(sm, 1); /* full: the producer's expect_tx */
   __syncthreads();
   constexpr int kProducer = producer_thread<HANDOFF>();
   const int32_t col_units = (a.H + kUnitRows - 1) / kUnitRows, kblocks = a.I / kBK;
+  /* PAIRS: the unit list, from the tile list as the producer reads it before the wait (file comment) */
+  int32_t units = 0;
+  if constexpr (PAIRS) units = build_groups(sm, a.tile_expert, ld_relaxed(a.num_tiles));
   if (threadIdx.x >= kProducer) {
     if (threadIdx.x == kProducer) {
       prefetch_map(&map_w);
       prefetch_map(&map_x);
-      const Range rg = range_of(ld_relaxed(a.num_tiles), col_units, kblocks);
-      produce2(a, map_w, map_x, sm, rg);
+      const Range rg = range_of(PAIRS ? units : ld_relaxed(a.num_tiles), col_units, kblocks);
+      produce2<PAIRS>(a, map_w, map_x, sm, rg);
     }
     return;
   }
   wait_prior(); /* a2q, its scales come from GEMM1 (or the row quantization); counters and partials are free */
   allow_next();
-  const Range rg = range_of(*a.num_tiles, col_units, kblocks);
+  const Range rg = range_of(PAIRS ? units : *a.num_tiles, col_units, kblocks);
   if (threadIdx.x < kConsumers) {
-    walk_units<kUnitRows, HANDOFF>(rg, a.sorted_slots, a.tile_expert,
+    walk_units<kUnitRows, HANDOFF, PAIRS>(sm, rg, a.sorted_slots, a.tile_expert,
                           [&](const fp8moe_split_segment& seg, uint32_t& it, uint32_t j, int32_t e, int64_t row0,
                               int32_t n0, const TileRows& tr) {
+                            if constexpr (PAIRS) {
+                              if (tr.real > 16) return mma2<SCALE, 32, false>(a, sm, seg, it, j, e, row0, n0, tr);
+                            }
                             if (tr.real > 8) mma2<SCALE, 16, HANDOFF>(a, sm, seg, it, j, e, row0, n0, tr);
                             else mma2<SCALE, 8, HANDOFF>(a, sm, seg, it, j, e, row0, n0, tr);
                           });
   } else if (HANDOFF) { /* the epilogue warpgroup: the 160-thread kernels have none */
-    walk_units<kUnitRows, HANDOFF>(rg, a.sorted_slots, a.tile_expert,
+    walk_units<kUnitRows, HANDOFF, PAIRS>(sm, rg, a.sorted_slots, a.tile_expert,
                           [&](const fp8moe_split_segment& seg, uint32_t&, uint32_t j, int32_t e, int64_t row0,
                               int32_t n0, const TileRows& tr) {
                             if (tr.real > 8) finish2<SCALE, 16>(a, sm, seg, j, e, row0, n0, tr);
@@ -753,26 +876,40 @@ __global__ void __launch_bounds__(block_threads<HANDOFF>(), 1)
 using Kernel1 = void (*)(fp8moe_gemm1_args, CUtensorMap);
 using Kernel2 = void (*)(fp8moe_gemm2_args, CUtensorMap, CUtensorMap);
 
-template <bool HANDOFF>
+/* The kernel families: 160 threads with 16-row units, HANDOFF (288 threads, the epilogue warpgroup), PAIRS
+ * (160 threads, units of up to two tiles). */
+enum Variant { kPlain = 0, kHandoff = 1, kPairs = 2 };
+template <int V>
 Kernel1 kernel1_of(int32_t scale_mode) {
-  if (scale_mode == FP8MOE_SCALE_BLOCK) return gemm1_stream_kernel<FP8MOE_SCALE_BLOCK, HANDOFF>;
-  if (scale_mode == FP8MOE_SCALE_ROW) return gemm1_stream_kernel<FP8MOE_SCALE_ROW, HANDOFF>;
-  return gemm1_stream_kernel<FP8MOE_SCALE_TENSOR, HANDOFF>;
+  constexpr bool H = V == kHandoff, P = V == kPairs;
+  if (scale_mode == FP8MOE_SCALE_BLOCK) return gemm1_stream_kernel<FP8MOE_SCALE_BLOCK, H, P>;
+  if (scale_mode == FP8MOE_SCALE_ROW) return gemm1_stream_kernel<FP8MOE_SCALE_ROW, H, P>;
+  return gemm1_stream_kernel<FP8MOE_SCALE_TENSOR, H, P>;
 }
-template <bool HANDOFF>
+template <int V>
 Kernel2 kernel2_of(int32_t scale_mode) {
-  if (scale_mode == FP8MOE_SCALE_BLOCK) return gemm2_stream_kernel<FP8MOE_SCALE_BLOCK, HANDOFF>;
-  if (scale_mode == FP8MOE_SCALE_ROW) return gemm2_stream_kernel<FP8MOE_SCALE_ROW, HANDOFF>;
-  return gemm2_stream_kernel<FP8MOE_SCALE_TENSOR, HANDOFF>;
+  constexpr bool H = V == kHandoff, P = V == kPairs;
+  if (scale_mode == FP8MOE_SCALE_BLOCK) return gemm2_stream_kernel<FP8MOE_SCALE_BLOCK, H, P>;
+  if (scale_mode == FP8MOE_SCALE_ROW) return gemm2_stream_kernel<FP8MOE_SCALE_ROW, H, P>;
+  return gemm2_stream_kernel<FP8MOE_SCALE_TENSOR, H, P>;
 }
-Kernel1 kernel1_for(int32_t scale_mode, bool handoff) {
-  return handoff ? kernel1_of<true>(scale_mode) : kernel1_of<false>(scale_mode);
+Kernel1 kernel1_for(int32_t scale_mode, int v) {
+  return v == kHandoff ? kernel1_of<kHandoff>(scale_mode) : v == kPairs ? kernel1_of<kPairs>(scale_mode)
+                                                                         : kernel1_of<kPlain>(scale_mode);
 }
-Kernel2 kernel2_for(int32_t scale_mode, bool handoff) {
-  return handoff ? kernel2_of<true>(scale_mode) : kernel2_of<false>(scale_mode);
+Kernel2 kernel2_for(int32_t scale_mode, int v) {
+  return v == kHandoff ? kernel2_of<kHandoff>(scale_mode) : v == kPairs ? kernel2_of<kPairs>(scale_mode)
+                                                                         : kernel2_of<kPlain>(scale_mode);
 }
-unsigned threads_for(bool handoff) {
-  return static_cast<unsigned>(handoff ? block_threads<true>() : block_threads<false>());
+unsigned threads_for(int v) {
+  return static_cast<unsigned>(v == kHandoff ? block_threads<true>() : block_threads<false>());
+}
+size_t smem_for(int v) { return v == kPairs ? smem_bytes<true>() : smem_bytes<false>(); }
+/* The plan's choice (stream_handoff, stream_pairs), the pair list kept to what its shared memory holds. */
+template <class Args>
+int variant_of(const Args* a) {
+  if (a->stream_handoff != 0) return kHandoff;
+  return a->stream_pairs != 0 && a->max_tiles <= kListTiles && a->E_local <= kListExperts ? kPairs : kPlain;
 }
 
 /* What both launchers refuse: 16-row tiles, the fixup's workspace, a grid within the workspace's slots. */
@@ -795,9 +932,9 @@ extern "C" int fp8moe_launch_gemm1_stream(const fp8moe_gemm1_args* a, cudaStream
   const uint64_t sw[2] = {static_cast<uint64_t>(a->w_stride_n), static_cast<uint64_t>(a->w_stride_e)};
   const int e = fp8moe_sm90_encode(a->tma_encode, &mw, a->w, 3, dw, sw, kBK, kBox);
   if (e != 0) return e;
-  const bool h = a->stream_handoff != 0;
-  return static_cast<int>(fp8moe::launch_pdl(kernel1_for(a->scale_mode, h), dim3(static_cast<unsigned>(a->max_ctas)),
-                                             dim3(threads_for(h)), kSmemBytes, stream, *a, mw));
+  const int v = variant_of(a);
+  return static_cast<int>(fp8moe::launch_pdl(kernel1_for(a->scale_mode, v), dim3(static_cast<unsigned>(a->max_ctas)),
+                                             dim3(threads_for(v)), smem_for(v), stream, *a, mw));
 }
 
 extern "C" int fp8moe_launch_gemm2_stream(const fp8moe_gemm2_args* a, cudaStream_t stream) {
@@ -805,16 +942,16 @@ extern "C" int fp8moe_launch_gemm2_stream(const fp8moe_gemm2_args* a, cudaStream
   if (a->max_tiles == 0) return cudaSuccess;
   if (!shape_ok(a->tile_m, a->stream_partials, a->stream_counters, a->max_ctas)) return cudaErrorInvalidValue;
   CUtensorMap mx, mw;
+  const int v = variant_of(a);
   const uint64_t rows = static_cast<uint64_t>(a->max_tiles) * kRows;
   const uint64_t dx[2] = {static_cast<uint64_t>(a->I), rows}, sx[1] = {static_cast<uint64_t>(a->I)};
   const uint64_t dw[3] = {static_cast<uint64_t>(a->I), static_cast<uint64_t>(a->H), static_cast<uint64_t>(a->E_local)};
   const uint64_t sw[2] = {static_cast<uint64_t>(a->w_stride_n), static_cast<uint64_t>(a->w_stride_e)};
-  int e = fp8moe_sm90_encode(a->tma_encode, &mx, a->a2q, 2, dx, sx, kBK, kRows);
+  int e = fp8moe_sm90_encode(a->tma_encode, &mx, a->a2q, 2, dx, sx, kBK, v == kPairs ? 2 * kRows : kRows);
   if (e == 0) e = fp8moe_sm90_encode(a->tma_encode, &mw, a->w, 3, dw, sw, kBK, kBox);
   if (e != 0) return e;
-  const bool h = a->stream_handoff != 0;
-  return static_cast<int>(fp8moe::launch_pdl(kernel2_for(a->scale_mode, h), dim3(static_cast<unsigned>(a->max_ctas)),
-                                             dim3(threads_for(h)), kSmemBytes, stream, *a, mx, mw));
+  return static_cast<int>(fp8moe::launch_pdl(kernel2_for(a->scale_mode, v), dim3(static_cast<unsigned>(a->max_ctas)),
+                                             dim3(threads_for(v)), smem_for(v), stream, *a, mx, mw));
 }
 
 /* One CTA per SM, at most FP8MOE_STREAM_MAX_CTAS: the shared-memory limits raised, one CTA resident per SM
@@ -823,17 +960,17 @@ extern "C" int fp8moe_prepare_gemm_stream(int32_t sm_count, int32_t* ctas) {
   using namespace fp8moe::stream;
   *ctas = 0;
   const int32_t modes[3] = {FP8MOE_SCALE_TENSOR, FP8MOE_SCALE_BLOCK, FP8MOE_SCALE_ROW};
-  for (int i = 0; i < 6; ++i) {
-    const bool h = i >= 3;
-    const int n_threads = static_cast<int>(threads_for(h));
+  for (int i = 0; i < 9; ++i) {
+    const int v = i / 3, n_threads = static_cast<int>(threads_for(v));
+    const size_t bytes = smem_for(v);
     int n1 = 0, n2 = 0;
-    if (cudaFuncSetAttribute(kernel1_for(modes[i % 3], h), cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             static_cast<int>(kSmemBytes)) != cudaSuccess ||
-        cudaFuncSetAttribute(kernel2_for(modes[i % 3], h), cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             static_cast<int>(kSmemBytes)) != cudaSuccess ||
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n1, kernel1_for(modes[i % 3], h), n_threads, kSmemBytes) !=
+    if (cudaFuncSetAttribute(kernel1_for(modes[i % 3], v), cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             static_cast<int>(bytes)) != cudaSuccess ||
+        cudaFuncSetAttribute(kernel2_for(modes[i % 3], v), cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             static_cast<int>(bytes)) != cudaSuccess ||
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n1, kernel1_for(modes[i % 3], v), n_threads, bytes) !=
             cudaSuccess ||
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n2, kernel2_for(modes[i % 3], h), n_threads, kSmemBytes) !=
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n2, kernel2_for(modes[i % 3], v), n_threads, bytes) !=
             cudaSuccess) {
       (void)cudaGetLastError(); /* not an error of the context: the stream kernels just stay unused */
       return cudaSuccess;

@@ -287,7 +287,7 @@ __device__ __forceinline__ void fence_acc(float (&d)[R]) {
 }
 
 /* The narrow shapes of the swap-AB stream GEMMs (gemm_stream_sm90.cu): d (+)= A(64×32, desc_a) · B(N×32,
- * desc_b)ᵀ for N = 8 (d[4]) or 16 (d[8]); accumulate = 0 overwrites d. Same accumulator layout as
+ * desc_b)ᵀ for N = 8 (d[4]), 16 (d[8]) or 32 (d[16], a unit of two tiles); accumulate = 0 overwrites d. Same accumulator layout as
  * wgmma_m64n128k32: d[4j + h] is row 16q + g + 8·(h ≥ 2), column 8j + 2t + (h & 1). */
 __device__ __forceinline__ void wgmma_e4m3(float (&d)[4], uint64_t desc_a, uint64_t desc_b, uint32_t accumulate) {
   asm volatile(
@@ -301,6 +301,15 @@ __device__ __forceinline__ void wgmma_e4m3(float (&d)[8], uint64_t desc_a, uint6
       "{\n.reg .pred p;\nsetp.ne.b32 p, %10, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n16k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7}, %8, %9, p, 1, 1;\n}\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
+      : "l"(desc_a), "l"(desc_b), "r"(accumulate));
+}
+__device__ __forceinline__ void wgmma_e4m3(float (&d)[16], uint64_t desc_a, uint64_t desc_b, uint32_t accumulate) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n32k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, "
+      "%13, %14, %15}, %16, %17, p, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
+        "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
       : "l"(desc_a), "l"(desc_b), "r"(accumulate));
 }
 #endif /* FP8MOE_SM90A */

@@ -178,7 +178,7 @@ int fp8moe_cuda_plan_stream_workspace(int32_t cc, const fp8moe_problem* p) {
  * items": GEMM1 DRAM bytes at deepseek-v3 block T = 8192 14.9 → 9.5 GB, layers −2.5 to −5.5 % at T ≥ 2048);
  * "y" keeps the static walk b, b + grid, …. */
 static const fp8moe_sm90_variant k_sm90_default = {FP8MOE_SM90_LOOP_OVERLAP, FP8MOE_SM90_ORDER_GROUPED,
-                                                   FP8MOE_SM90_ORDER_GROUPED, 0, 0, 1, 1, 1};
+                                                   FP8MOE_SM90_ORDER_GROUPED, 0, 0, 1, 1, 1, 1};
 
 fp8moe_sm90_variant fp8moe_cuda_plan_context_sm90_variant(void) {
   fp8moe_sm90_variant v = k_sm90_default;
@@ -196,6 +196,8 @@ fp8moe_sm90_variant fp8moe_cuda_plan_context_sm90_variant(void) {
   if (strchr(sw, 'g') != NULL) v.gemm1_alternate = 0;
   if (strchr(sw, 'y') != NULL) v.gemm1_claim = 0;
   if (strchr(sw, 'h') != NULL) v.stream_handoff = 0;
+  if (strchr(sw, 'l') != NULL) v.stream_pairs = 2; /* the size rules off: wherever an expert can hold two tiles */
+  if (strchr(sw, 'b') != NULL) v.stream_pairs = 0;
   return v;
 }
 
@@ -297,6 +299,11 @@ static int stream_pays(const fp8moe_problem* p, int32_t sm_count) {
   if (p->I >= k_size_rule.stream_min_I) return 4 * units >= (int64_t)k_size_rule.stream_units_per_4_sms * sm_count;
   return p->requant == FP8MOE_REQUANT_GROUP && p->I >= k_size_rule.stream_min_I_group &&
          4 * units >= (int64_t)k_size_rule.stream_units_per_4_sms_group * sm_count;
+}
+
+int32_t fp8moe_cuda_plan_stream_pairs(const fp8moe_problem* p, int32_t mode) {
+  if (mode == 0 || p->T <= FP8MOE_GEMM_TILE_M_SMALL) return 0;
+  return mode == 2 || (p->H >= FP8MOE_STREAM_PAIRS_MIN_H && p->E >= FP8MOE_STREAM_PAIRS_MIN_EXPERTS);
 }
 
 int32_t fp8moe_cuda_plan_stream_handoff(const fp8moe_problem* p, fp8moe_gemm_which gemm, int32_t ctas) {

@@ -89,6 +89,9 @@ typedef struct fp8moe_sm90_variant {
                               CTA b takes items b, b + grid, … */
   int32_t stream_handoff;  /* 1: the stream GEMMs take their epilogue-warpgroup variant where
                               fp8moe_cuda_plan_stream_handoff says so; 0 ("h"): never */
+  int32_t stream_pairs;    /* 1: the 160-thread stream GEMMs take units of two tiles of one expert where
+                              fp8moe_cuda_plan_stream_pairs says so; 2 ("l", the size rules off): wherever an
+                              expert can hold two tiles; 0 ("b", wins over "l"): one tile per unit */
 } fp8moe_sm90_variant;
 
 /* At context creation: the default variant (data in cuda_plan.c: both GEMMs grouped), with each letter
@@ -97,7 +100,7 @@ typedef struct fp8moe_sm90_variant {
  * column-block major, GEMM2 tile major), "o" GEMM2 column-block major (wins over "u" for GEMM2), "m" both
  * GEMMs in 2-CTA clusters with TMA multicast of the shared weights, "n" the one-CTA GEMMs (wins over "m"), "g"
  * the 64-row GEMM1 kernel for 64-row items, "y" the pair kernel's static item walk, "h" the stream GEMMs without
- * their epilogue warpgroup.
+ * their epilogue warpgroup, "b" the stream GEMMs without units of two tiles.
  * Letters of the other switches ("1", "2", "d", "k", "j", "p", "c", "s") leave it. */
 fp8moe_sm90_variant fp8moe_cuda_plan_context_sm90_variant(void);
 
@@ -132,6 +135,19 @@ typedef enum fp8moe_gemm_which { FP8MOE_GEMM1 = 1, FP8MOE_GEMM2 = 2 } fp8moe_gem
 #define FP8MOE_STREAM_HANDOFF_UNITS 2
 #define FP8MOE_STREAM_HANDOFF_ROWS 4
 int32_t fp8moe_cuda_plan_stream_handoff(const fp8moe_problem* p, fp8moe_gemm_which gemm, int32_t ctas);
+
+/* Whether the 160-thread stream GEMMs take units of up to two consecutive tiles of one expert (wgmma N = 32;
+ * docs/GPU.md "Units of two tiles"): where an expert can be routed more than one tile's rows, T > 16 (each
+ * token routes a row to an expert at most once; below, a unit is one tile and the kernels build no list), and
+ * only on the shapes where the H200 measured a gain at every point: H ≥ FP8MOE_STREAM_PAIRS_MIN_H and at least
+ * FP8MOE_STREAM_PAIRS_MIN_EXPERTS experts (deepseek-v3 T = 128 −2 to −7 %, T = 256 −16 % block and −19 %
+ * per-tensor, skewed T = 128 −5 to −10 %; kimi-k2 T = 256 −9 %, T = 512 −21 %). At H = 4,096 glm-4.5-air gained
+ * 5 % at T = 128 but lost 16 % at T = 64, qwen3-235b-a22b lost 2 % at T = 128; qwen3-30b-a3b (H = 2,048) lost 4 %
+ * uniform and 11–23 % skewed at T = 128; mixtral-8x7b and llama4-scout (8 and 16 experts) were flat or lost 2 %.
+ * Mode: fp8moe_sm90_variant's stream_pairs (0 never, 1 this rule, 2 wherever T > 16). */
+#define FP8MOE_STREAM_PAIRS_MIN_H 6144
+#define FP8MOE_STREAM_PAIRS_MIN_EXPERTS 64
+int32_t fp8moe_cuda_plan_stream_pairs(const fp8moe_problem* p, int32_t mode);
 
 typedef struct fp8moe_plan_row {
   int32_t gemm;        /* fp8moe_gemm_which */
