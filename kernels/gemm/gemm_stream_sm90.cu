@@ -41,6 +41,7 @@
  * Everything that needs sm_90a is compiled only under FP8MOE_SM90A; the compute_90 PTX build gets a
  * trapping body, and the kernel plan (src/cuda/cuda_plan.c) selects these kernels only on cc 9.0. */
 #include "gemm_stream.h"
+#include "ordered_append.cuh"
 #include "pdl.cuh"
 #include "stream_split.h"
 #include "wgmma_sm90.cuh"
@@ -176,7 +177,7 @@ template <class SM>
 __device__ int32_t build_groups(SM& sm, const int32_t* tile_expert, int32_t tiles) {
   constexpr int n = block_threads<false>(), kWarps = n / 32; /* the PAIRS kernels' 160 threads */
   static_assert(kWarps <= 8, "warp_count holds one count per warp");
-  const int tid = static_cast<int>(threadIdx.x), warp = tid / 32, lane = tid % 32;
+  const int tid = static_cast<int>(threadIdx.x), warp = tid / 32;
   for (int32_t t = tid; t < tiles; t += n) {
     const int32_t e = ld_relaxed(tile_expert + t);
     if (t == 0 || ld_relaxed(tile_expert + t - 1) != e) sm.first_tile[e] = static_cast<int16_t>(t);
@@ -192,19 +193,8 @@ __device__ int32_t build_groups(SM& sm, const int32_t* tile_expert, int32_t tile
       start = ((t - sm.first_tile[e]) & 1) == 0;
       two = start && t + 1 < tiles && ld_relaxed(tile_expert + t + 1) == e;
     }
-    const uint32_t m = __ballot_sync(0xffffffffu, start);
-    if (lane == 0) sm.warp_count[warp] = __popc(m);
-    __syncthreads();
-    int32_t off = base, total = 0;
-#pragma unroll
-    for (int w = 0; w < kWarps; ++w) {
-      const int32_t c = sm.warp_count[w];
-      off += w < warp ? c : 0;
-      total += c;
-    }
-    if (start) sm.group_first[off + __popc(m & ((1u << lane) - 1u))] = static_cast<uint16_t>(t | (two ? kTwo : 0u));
-    base += total;
-    __syncthreads(); /* warp_count is rewritten next round */
+    base = ordered_append<kWarps>(start, static_cast<uint16_t>(t | (two ? kTwo : 0u)), warp, base, sm.warp_count,
+                                  sm.group_first, [] { __syncthreads(); });
   }
   return base;
 }

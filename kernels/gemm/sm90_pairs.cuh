@@ -11,6 +11,7 @@
 
 #include <stddef.h>
 
+#include "ordered_append.cuh"
 #include "wgmma_sm90.cuh"
 
 namespace fp8moe {
@@ -158,7 +159,7 @@ __device__ __forceinline__ void init_pair_barriers(uint8_t* raw, uint32_t full_c
  * each padded to whole tiles), so tile t starts a pair when t − (its expert's first tile) is even. The
  * caller then publishes the list (publish_pairs). */
 __device__ __forceinline__ void build_pairs(PairSmem& sm, const int32_t* tile_expert, int32_t tiles) {
-  const int ct = static_cast<int>(threadIdx.x) - 128, warp = ct / 32, lane = ct % 32;
+  const int ct = static_cast<int>(threadIdx.x) - 128, warp = ct / 32;
   for (int32_t t = ct; t < tiles; t += kConsumers) {
     const int32_t e = tile_expert[t];
     if (t == 0 || tile_expert[t - 1] != e) sm.first_tile[e] = static_cast<int16_t>(t);
@@ -171,19 +172,8 @@ __device__ __forceinline__ void build_pairs(PairSmem& sm, const int32_t* tile_ex
     bool start = false;
     uint32_t word = 0;
     if (t < tiles) start = fp8moe_sm90_pair_start(tile_expert, tiles, t, sm.first_tile[tile_expert[t]], &word) != 0;
-    const uint32_t m = __ballot_sync(0xffffffffu, start);
-    if (lane == 0) sm.warp_count[warp] = __popc(m);
-    consumer_sync();
-    int32_t off = base, total = 0;
-#pragma unroll
-    for (int w = 0; w < kPairWarps; ++w) {
-      const int32_t n = sm.warp_count[w];
-      off += w < warp ? n : 0;
-      total += n;
-    }
-    if (start) sm.pair_first[off + __popc(m & ((1u << lane) - 1u))] = static_cast<uint16_t>(word);
-    base += total;
-    consumer_sync(); /* warp_count is rewritten next round */
+    base = ordered_append<kPairWarps>(start, static_cast<uint16_t>(word), warp, base, sm.warp_count, sm.pair_first,
+                                      [] { consumer_sync(); });
   }
   if (ct == 0) sm.num_pairs = base;
 }
