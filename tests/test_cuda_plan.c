@@ -292,7 +292,8 @@ static void sm90_variants(void) {
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "12dkjpcstgqruomn", 1);
   EXPECT(fp8moe_cuda_plan_context_sm90_variant().gemm1_claim == 1, "FALLBACK without y: claimed items");
   EXPECT(fp8moe_cuda_plan_context_sm90_variant().stream_handoff == 1, "FALLBACK without h: the stream handoff");
-  EXPECT(fp8moe_cuda_plan_context_sm90_variant().stream_pairs == 1, "FALLBACK without b: the stream units of two tiles");
+  EXPECT(fp8moe_cuda_plan_context_sm90_variant().stream_pairs == 1,
+         "FALLBACK without b: the stream units of two tiles");
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "h", 1);
   EXPECT(variant_is(overlap, grouped, grouped) && clusters_are(0) &&
              fp8moe_cuda_plan_context_sm90_variant().gemm1_claim == 1 &&
@@ -300,7 +301,8 @@ static void sm90_variants(void) {
              fp8moe_cuda_plan_context_sm90_variant().stream_pairs == 1,
          "FALLBACK=h: the stream GEMMs without their epilogue warpgroup, nothing else changed");
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "l", 1);
-  EXPECT(fp8moe_cuda_plan_context_sm90_variant().stream_pairs == 2, "FALLBACK=l: the stream pairs without their size rule");
+  EXPECT(fp8moe_cuda_plan_context_sm90_variant().stream_pairs == 2,
+         "FALLBACK=l: the stream pairs without their size rule");
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "lb", 1);
   EXPECT(fp8moe_cuda_plan_context_sm90_variant().stream_pairs == 0, "FALLBACK=lb: b wins, one tile per unit");
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "b", 1);
@@ -1082,7 +1084,8 @@ static void stream_pairs_rule(void) {
   const fp8moe_problem h_below = problem(128, FP8MOE_STREAM_PAIRS_MIN_H - 128, 1408, 128, 8, 0x10000),
                        e_below = problem(128, FP8MOE_STREAM_PAIRS_MIN_H, 1408, FP8MOE_STREAM_PAIRS_MIN_EXPERTS - 1, 8,
                                          0x10000),
-                       edge = problem(128, FP8MOE_STREAM_PAIRS_MIN_H, 1408, FP8MOE_STREAM_PAIRS_MIN_EXPERTS, 8, 0x10000);
+                       edge = problem(128, FP8MOE_STREAM_PAIRS_MIN_H, 1408, FP8MOE_STREAM_PAIRS_MIN_EXPERTS, 8,
+                                      0x10000);
   EXPECT(!fp8moe_cuda_plan_stream_pairs(&h_below, 1) && !fp8moe_cuda_plan_stream_pairs(&e_below, 1) &&
              fp8moe_cuda_plan_stream_pairs(&edge, 1),
          "the edges: H %d and %d experts take the pairs, one block of H or one expert fewer do not",

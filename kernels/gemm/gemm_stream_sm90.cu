@@ -65,7 +65,8 @@ __host__ __device__ constexpr int block_threads() { return producer_thread<HANDO
 constexpr int kBoxBytes = kBox * kBK;
 constexpr int kEpiPitch = kUnitRows + 4;
 static_assert(kRows == 16 && kBK == 128, "16-row tiles, 128-wide scale blocks");
-static_assert(FP8MOE_STREAM_PARTIAL_FLOATS == 4 * kRows * kConsumers, "4 M blocks × N/2 accumulators × 128 threads, N = 32");
+static_assert(FP8MOE_STREAM_PARTIAL_FLOATS == 4 * kRows * kConsumers,
+              "4 M blocks × N/2 accumulators × 128 threads at N = 32");
 /* PAIRS kernels (the 160-thread kernels where an expert can hold more than one tile; the plan's
  * fp8moe_cuda_plan_stream_pairs): a unit takes two consecutive tiles of one expert, 32 token rows (wgmma N = 32),
  * so an expert with 17–32 rows streams its weights once instead of once per tile (docs/GPU.md "Units of two
@@ -104,7 +105,8 @@ struct SmemT {
   int16_t first_tile[PAIRS ? kListExperts : 1]; /* PAIRS: each expert's first tile */
 };
 static_assert(kRows * kEpiPitch >= SmemT<false>::kPartial, "epi holds a whole 16-row unit's accumulators");
-static_assert(SmemT<true>::kPartial == FP8MOE_STREAM_PARTIAL_FLOATS, "the workspace's partial slots hold a PAIRS unit's");
+static_assert(SmemT<true>::kPartial == FP8MOE_STREAM_PARTIAL_FLOATS,
+              "the workspace's partial slots hold a PAIRS unit's");
 template <bool PAIRS>
 __host__ __device__ constexpr size_t smem_bytes() { return sizeof(SmemT<PAIRS>) + 1024; /* + alignment slack */ }
 static_assert(smem_bytes<false>() <= 232448 && smem_bytes<true>() <= 232448, "within the 227 KB a Hopper CTA may have");
@@ -470,7 +472,8 @@ __device__ __forceinline__ void produce1(const fp8moe_gemm1_args& a, const CUten
 #pragma unroll
         for (int j = 0; j < kChunks; ++j) {
           const int c = c0 + j;
-          cp_async_16(sm.st[s].x + r * kBK + ((c ^ (r & 7)) << 4), src + static_cast<int64_t>(kb) * kBK + 16 * c, bytes);
+          cp_async_16(sm.st[s].x + r * kBK + ((c ^ (r & 7)) << 4), src + static_cast<int64_t>(kb) * kBK + 16 * c,
+                      bytes);
         }
       sm90::publish_gathered(&sm.full[s]);
     }
@@ -610,7 +613,8 @@ __device__ __forceinline__ void epilogue1(const fp8moe_gemm1_args& a, SM& sm, fl
       if (live) {
 #pragma unroll
         for (int k = 0; k < 8; ++k)
-          *reinterpret_cast<uint16_t*>(a.a2q + grow * a.I + n0 + 2 * q + 16 * k) = e4m3x2(v[2 * k] / s, v[2 * k + 1] / s);
+          *reinterpret_cast<uint16_t*>(a.a2q + grow * a.I + n0 + 2 * q + 16 * k) =
+              e4m3x2(v[2 * k] / s, v[2 * k + 1] / s);
         if (a.requant == FP8MOE_REQ_FUSED_GROUP && q == 0) a.a2s[grow * (a.I / kBK) + n0 / kBK] = s;
       }
     } else {

@@ -13,8 +13,8 @@ namespace fp8moe {
  * appends. warp_count: WARPS ints of shared memory; sync: the barrier of exactly these warps (called twice: the
  * counts are read after it, and rewritten by the next round only after it). */
 template <int WARPS, class Sync>
-__device__ __forceinline__ int32_t ordered_append(bool keep, uint16_t entry, int warp, int32_t base, int32_t* warp_count,
-                                                  uint16_t* list, Sync sync) {
+__device__ __forceinline__ int32_t ordered_append(bool keep, uint16_t entry, int warp, int32_t base,
+                                                  int32_t* warp_count, uint16_t* list, Sync sync) {
   const int lane = static_cast<int>(threadIdx.x % 32);
   const uint32_t m = __ballot_sync(0xffffffffu, keep);
   if (lane == 0) warp_count[warp] = __popc(m);

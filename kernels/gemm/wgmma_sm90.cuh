@@ -287,8 +287,8 @@ __device__ __forceinline__ void fence_acc(float (&d)[R]) {
 }
 
 /* The narrow shapes of the swap-AB stream GEMMs (gemm_stream_sm90.cu): d (+)= A(64×32, desc_a) · B(N×32,
- * desc_b)ᵀ for N = 8 (d[4]), 16 (d[8]) or 32 (d[16], a unit of two tiles); accumulate = 0 overwrites d. Same accumulator layout as
- * wgmma_m64n128k32: d[4j + h] is row 16q + g + 8·(h ≥ 2), column 8j + 2t + (h & 1). */
+ * desc_b)ᵀ for N = 8 (d[4]), 16 (d[8]) or 32 (d[16], a unit of two tiles); accumulate = 0 overwrites d.
+ * Same accumulator layout as wgmma_m64n128k32: d[4j + h] is row 16q + g + 8·(h ≥ 2), column 8j + 2t + (h & 1). */
 __device__ __forceinline__ void wgmma_e4m3(float (&d)[4], uint64_t desc_a, uint64_t desc_b, uint32_t accumulate) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %6, 0;\n"
