@@ -73,6 +73,7 @@ static_assert(FP8MOE_STREAM_PARTIAL_FLOATS == 4 * kRows * kConsumers,
  * tiles"). Their list of units (first tile, one or two) is built per CTA in shared memory (build_groups). */
 constexpr int kListTiles = 1024;  /* the list's capacity: max_tiles ≤ 2·E at the stream rows' < 16 rows per expert */
 constexpr int kListExperts = 512; /* first tile of each local expert */
+static_assert(kListTiles <= FP8MOE_SM90_PAIR_TWO, "tile numbers fit below the list entry's flag bit");
 
 /* The shared memory of one kernel family: ROWS token rows per unit (16, or 32 with PAIRS), STAGES ring depth
  * (6 × 34 KB, or 5 × 36 KB: the larger token tile and epi buffer leave no room for a sixth). */
@@ -98,10 +99,11 @@ struct SmemT {
   uint64_t epi_full;  /* the accumulators are in epi (kConsumers arrivals) */
   uint64_t epi_empty; /* the epilogue is done reading epi (kEpilogue arrivals) */
   int32_t last;       /* the fixup's verdict, broadcast to the epilogue warpgroup */
-  int32_t groups;     /* PAIRS: units per column group (entries of group_first) */
+  int32_t unused_; /* unused (build_groups returns the list's length); dropping it moves the list's offsets
+                      and the PAIRS kernels' register allocation, so it goes with the next device-verified change */
   int32_t warp_count[8]; /* PAIRS: build_groups' compaction, one per warp; 8 so that no vector load of its 5
                             reads past it (racecheck saw one overlap group_first) */
-  uint16_t group_first[PAIRS ? kListTiles : 1]; /* PAIRS: first tile | kTwo */
+  uint16_t group_first[PAIRS ? kListTiles : 1]; /* PAIRS: first tile | FP8MOE_SM90_PAIR_TWO (sm90_items.h) */
   int16_t first_tile[PAIRS ? kListExperts : 1]; /* PAIRS: each expert's first tile */
 };
 static_assert(kRows * kEpiPitch >= SmemT<false>::kPartial, "epi holds a whole 16-row unit's accumulators");
@@ -152,8 +154,6 @@ __device__ __forceinline__ int32_t ld_relaxed(const int32_t* p) {
   return v;
 }
 
-constexpr uint32_t kTwo = 0x8000u; /* group_first: the unit has a second tile */
-
 /* A unit's token rows: its first tile and the rows (16, or 32 for a pair of tiles of one expert). */
 struct Group {
   int32_t tile0;
@@ -163,7 +163,8 @@ template <bool PAIRS, class SM>
 __device__ __forceinline__ Group group_at(const SM& sm, int32_t g) {
   if constexpr (PAIRS) {
     const uint32_t v = sm.group_first[g];
-    return {static_cast<int32_t>(v & (kTwo - 1u)), (v & kTwo) != 0u ? 2 * kRows : kRows};
+    return {static_cast<int32_t>(v & (FP8MOE_SM90_PAIR_TWO - 1u)),
+            (v & FP8MOE_SM90_PAIR_TWO) != 0u ? 2 * kRows : kRows};
   } else {
     (void)sm;
     return {g, kRows};
@@ -195,8 +196,8 @@ __device__ int32_t build_groups(SM& sm, const int32_t* tile_expert, int32_t tile
       start = ((t - sm.first_tile[e]) & 1) == 0;
       two = start && t + 1 < tiles && ld_relaxed(tile_expert + t + 1) == e;
     }
-    base = ordered_append<kWarps>(start, static_cast<uint16_t>(t | (two ? kTwo : 0u)), warp, base, sm.warp_count,
-                                  sm.group_first, [] { __syncthreads(); });
+    base = ordered_append<kWarps>(start, static_cast<uint16_t>(t | (two ? FP8MOE_SM90_PAIR_TWO : 0u)), warp, base,
+                                  sm.warp_count, sm.group_first, [] { __syncthreads(); });
   }
   return base;
 }
