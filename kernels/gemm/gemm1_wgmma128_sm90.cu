@@ -40,6 +40,12 @@ namespace fp8moe {
 namespace sm90 {
 namespace {
 
+/* An activation as a type, so a generic lambda sees it as a compile-time constant (decltype(tag)::value). */
+template <int32_t ACT>
+struct ActivationTag {
+  static constexpr int32_t value = ACT;
+};
+
 #if FP8MOE_SM90A
 /* One 16-byte chunk of a gathered row: x + row · stride + off (mad.wide inside the asm, so the 64-bit
  * address lives only here: the producer keeps a 32-bit row number per row instead of a 64-bit pointer);
@@ -288,25 +294,32 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
       for (int h = 0; h < 2; ++h) sx[h] = tok[h] >= 0 ? kref_at(a.x_scale, tok[h]) : 0.0f;
     float m[2] = {0.0f, 0.0f};
+    /* The activation is chosen once per item, outside the 64-element loop (ACT is a compile-time constant in each
+     * copy): one loop body per activation instead of both inlined per element behind a branch, half the
+     * epilogue's code and no per-element test. Same operations per element, so the same bits. */
+    auto activate = [&](auto act) {
 #pragma unroll
-    for (int i = 0; i < 64; ++i) {
-      const int h = acc_half(i);
-      float gv = acc_g[i], uv = acc_u[i];
-      if (SCALE == FP8MOE_SCALE_TENSOR) {
-        gv = gv * sxw;
-        uv = uv * sxw;
-      } else if (SCALE == FP8MOE_SCALE_ROW) {
-        gv = gv * sx[h] * scale_at<F32>(a.w_scale, e, nrow_g + acc_col(i, t), 0);
-        uv = uv * sx[h] * scale_at<F32>(a.w_scale, e, nrow_u + acc_col(i, t), 0);
+      for (int i = 0; i < 64; ++i) {
+        const int h = acc_half(i);
+        float gv = acc_g[i], uv = acc_u[i];
+        if (SCALE == FP8MOE_SCALE_TENSOR) {
+          gv = gv * sxw;
+          uv = uv * sxw;
+        } else if (SCALE == FP8MOE_SCALE_ROW) {
+          gv = gv * sx[h] * scale_at<F32>(a.w_scale, e, nrow_g + acc_col(i, t), 0);
+          uv = uv * sx[h] * scale_at<F32>(a.w_scale, e, nrow_u + acc_col(i, t), 0);
+        }
+        if (a.token_weight) {
+          gv = gv * tw[h];
+          uv = uv * tw[h];
+        }
+        const float v = gated_activation(decltype(act)::value, gv, uv);
+        acc_g[i] = v;
+        m[h] = fmaxf(m[h], finite_abs(v));
       }
-      if (a.token_weight) {
-        gv = gv * tw[h];
-        uv = uv * tw[h];
-      }
-      const float v = gated_activation(a.activation, gv, uv);
-      acc_g[i] = v;
-      m[h] = fmaxf(m[h], finite_abs(v));
-    }
+    };
+    if (a.activation == FP8MOE_ACTIVATION_GEGLU) activate(ActivationTag<FP8MOE_ACTIVATION_GEGLU>{});
+    else activate(ActivationTag<FP8MOE_ACTIVATION_SWIGLU>{});
     /* A row's 128 columns are spread over the 4 lanes of its quad (t = 0..3): its group amax. */
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
