@@ -73,10 +73,16 @@ __device__ __forceinline__ uint32_t e4m3x4(float a, float b, float c, float d) {
 }
 
 /* The gated activation of GEMM1's epilogue, act(gate)·up: SwiGLU g·sigmoid(g)·u or GeGLU (erf form); every
- * GEMM1 kernel calls this one, so all of them evaluate it with the same operations. */
+ * GEMM1 kernel calls this one, so all of them evaluate it with the same operations. SwiGLU takes the sigmoid as
+ * the correctly rounded reciprocal of 1 + e^−g with e^−g from ex2.approx (__expf): within ~2^-21 of the CPU
+ * backend's g / (1 + expf(−g)) (glibc's expf and CUDA's accurate one already differ in rare last bits), far below
+ * the 2^-4 steps of the e4m3 requantization that follows, and it removes expf's range reduction and an IEEE
+ * division (its slow-path test and branch) from each of the 64 outputs a thread activates per item: layers −1 to
+ * −15 % at T ≥ 512, the same relative errors (docs/GPU.md "The activation's cost"). Large negative g: e^−g = +Inf
+ * gives g·0 = −0, as g / Inf; NaN stays NaN. */
 __device__ __forceinline__ float gated_activation(int32_t act, float g, float u) {
   if (act == FP8MOE_ACTIVATION_GEGLU) return 0.5f * g * (1.0f + erff(g / 1.41421356237309505f)) * u;
-  return g / (1.0f + expf(-g)) * u;
+  return g * __frcp_rn(1.0f + __expf(-g)) * u;
 }
 
 /* |x| when finite, else 0: dynamic scales ignore NaN and ±Inf (docs/DESIGN.md). */

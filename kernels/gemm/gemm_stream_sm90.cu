@@ -234,11 +234,6 @@ __device__ __forceinline__ int acc_tok_index(int i) { return 2 * (i >> 2) + (i &
 /* The thread's b-th token (b < N/4). */
 __device__ __forceinline__ int tok_of_index(int b) { return 8 * (b >> 1) + 2 * (threadIdx.x % 4) + (b & 1); }
 
-__device__ __forceinline__ float activate(int32_t act, float g, float u) {
-  if (act == FP8MOE_ACTIVATION_GEGLU) return 0.5f * g * (1.0f + erff(g / 1.41421356237309505f)) * u;
-  return g / (1.0f + expf(-g)) * u;
-}
-
 /* The tile's rows as one warp sees them: lane l < 16 holds sorted_slots[row0 + l]; real rows come first (the
  * permutation pads each expert's rows at the end of its last tile). */
 struct TileRows {
@@ -588,7 +583,7 @@ __device__ __forceinline__ void epilogue1(const fp8moe_gemm1_args& a, SM& sm, fl
         else if (SCALE == FP8MOE_SCALE_ROW) v = v * sx[b] * kref_at(a.w_scale, e, nrow[k] + row);
         h[k] = a.token_weight ? v * tw[b] : v;
       }
-      sm.epi[acc_tok(i)][row] = activate(a.activation, h[0], h[1]);
+      sm.epi[acc_tok(i)][row] = gated_activation(a.activation, h[0], h[1]);
     }
   epilogue_sync();
   /* Thread → token r (a second pass takes tokens 16..31 of a two-tile unit), column pairs c = 2·(ct % 8) + 16k
