@@ -107,26 +107,22 @@ __global__ void __launch_bounds__(384, 1) rate_kernel(const uint8_t* src, const 
   for (int i = 0; i < 64; ++i) acc0[i] = acc1[i] = 0.0f;
   const float sc = 1.0f + 1e-3f * static_cast<float>(threadIdx.x % 7);
   if (LOOP == kPromote || LOOP == kFold) {
+    /* One product of the kernel's loop: 4 wgmmas of B box db into the partial, wait, promote into acc. */
+    auto product = [&](uint64_t db, float (&acc)[64]) {
+      wgmma_fence();
+      fence_regs(p);
+#pragma unroll
+      for (int kk = 0; kk < 4; ++kk) wgmma_m64n128k32(p, da + 2 * kk, db + 2 * kk, kk > 0);
+      wgmma_commit();
+      wgmma_wait<0>();
+      fence_regs(p);
+#pragma unroll
+      for (int i = 0; i < 64; ++i) acc[i] = LOOP == kFold ? fmaf(p[i], sc, acc[i]) : acc[i] + p[i];
+    };
 #pragma unroll 1
     for (int s = 0; s < stages; ++s) {
-      wgmma_fence();
-      fence_regs(p);
-#pragma unroll
-      for (int kk = 0; kk < 4; ++kk) wgmma_m64n128k32(p, da + 2 * kk, db0 + 2 * kk, kk > 0);
-      wgmma_commit();
-      wgmma_wait<0>();
-      fence_regs(p);
-#pragma unroll
-      for (int i = 0; i < 64; ++i) acc0[i] = LOOP == kFold ? fmaf(p[i], sc, acc0[i]) : acc0[i] + p[i];
-      wgmma_fence();
-      fence_regs(p);
-#pragma unroll
-      for (int kk = 0; kk < 4; ++kk) wgmma_m64n128k32(p, da + 2 * kk, db1 + 2 * kk, kk > 0);
-      wgmma_commit();
-      wgmma_wait<0>();
-      fence_regs(p);
-#pragma unroll
-      for (int i = 0; i < 64; ++i) acc1[i] = LOOP == kFold ? fmaf(p[i], sc, acc1[i]) : acc1[i] + p[i];
+      product(db0, acc0); /* gate */
+      product(db1, acc1); /* up */
     }
   } else {
 #pragma unroll 1
