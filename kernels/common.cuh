@@ -72,17 +72,29 @@ __device__ __forceinline__ uint32_t e4m3x4(float a, float b, float c, float d) {
   return static_cast<uint32_t>(e4m3x2(a, b)) | (static_cast<uint32_t>(e4m3x2(c, d)) << 16);
 }
 
+/* 2^x and 1/x by the SFU alone (ex2.approx.ftz, rcp.approx.ftz: ≤ 2 ulp and 1 ulp; the flush to zero touches only
+ * inputs and results below 2^-126, where the activation below adds 1 to e or multiplies by ~0 either way). */
+__device__ __forceinline__ float ex2_approx(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+__device__ __forceinline__ float rcp_approx(float x) {
+  float y;
+  asm("rcp.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+
 /* The gated activation of GEMM1's epilogue, act(gate)·up: SwiGLU g·sigmoid(g)·u or GeGLU (erf form); every
  * GEMM1 kernel calls this one, so all of them evaluate it with the same operations. SwiGLU takes the sigmoid as
- * the correctly rounded reciprocal of 1 + e^−g with e^−g from ex2.approx (__expf): within ~2^-21 of the CPU
- * backend's g / (1 + expf(−g)) (glibc's expf and CUDA's accurate one already differ in rare last bits), far below
- * the 2^-4 steps of the e4m3 requantization that follows, and it removes expf's range reduction and an IEEE
- * division (its slow-path test and branch) from each of the 64 outputs a thread activates per item: layers −1 to
- * −15 % at T ≥ 512, the same relative errors (docs/GPU.md "The activation's cost"). Large negative g: e^−g = +Inf
- * gives g·0 = −0, as g / Inf; NaN stays NaN. */
+ * the SFU's reciprocal of 1 + e^−g, e^−g by the SFU's 2^x: within a few ulp of the CPU backend's
+ * g / (1 + expf(−g)), far below the 2^-4 steps of the e4m3 requantization that follows, in 6 instructions per output
+ * (an accurate expf's range reduction and an IEEE division or a correctly rounded reciprocal, with their
+ * slow-path tests and branches, were ~25 of the epilogue's ~40 per output: docs/GPU.md "The activation's cost").
+ * Large negative g: e^−g = +Inf gives g·0 = −0, as g / Inf; NaN stays NaN. */
 __device__ __forceinline__ float gated_activation(int32_t act, float g, float u) {
   if (act == FP8MOE_ACTIVATION_GEGLU) return 0.5f * g * (1.0f + erff(g / 1.41421356237309505f)) * u;
-  return g * __frcp_rn(1.0f + __expf(-g)) * u;
+  return g * rcp_approx(1.0f + ex2_approx(g * -1.44269504088896341f)) * u;
 }
 
 /* |x| when finite, else 0: dynamic scales ignore NaN and ±Inf (docs/DESIGN.md). */
