@@ -202,28 +202,40 @@ __device__ __forceinline__ Pair pair_of(PairAddr sm, int32_t pair) {
 
 /* Consumer warpgroup wg, one item: per stage the 4 wgmmas of A tile wg by B box 0 into p, wait, promote into
  * acc0, then the 4 by B box 1 into p, wait, release the stage, promote into acc1. Each promotion is
- * promote_stage_folded (wgmma_sm90.cuh), as in consume(): BLOCK acc += p·(s_row·s_w) with the thread's row scales c0 (row
- * r0), c1 (r0 + 8) and the box's weight-block scale cw0 / cw1, otherwise acc += p; stages in order, so the sums are
- * the 64-row kernels' bit for bit (the same wgmmas on the same 64-row A tile and 128-row B box, the same
+ * promote_stage_folded (wgmma_sm90.cuh), as in consume(): BLOCK acc += p·(s_row·s_w) with the thread's row scales
+ * c0 (row r0), c1 (r0 + 8) and the box's weight-block scale cw0 / cw1, otherwise acc += p; stages in order, so the
+ * sums are the 64-row kernels' bit for bit (the same wgmmas on the same 64-row A tile and 128-row B box, the same
  * promotion per element). scales(s, kb, c0, c1, cw0, cw1) fetches the block scales: after the stage's full
  * wait when STAGED (the producer put them in the stage, GEMM1), before it otherwise (global loads whose
- * latency the wait and the wgmmas hide, GEMM2). No wgmma group is in flight at any control-flow merge (each
- * product waits for its own), so ptxas keeps the wgmmas async. The other consumer warpgroup runs its own
- * products meanwhile: one's promotion overlaps the other's wgmmas. */
+ * latency the wait and the wgmmas hide, GEMM2). The other consumer warpgroup runs its own products meanwhile:
+ * one's promotion overlaps the other's wgmmas.
+ *
+ * Early waits (all but GEMM2's BLOCK form, whose scales load before the wait): stage kb + 1's full wait (and the
+ * proxy fence) run while stage kb's box-1 wgmmas do, off the warpgroup's serial chain (wait, products, promotions:
+ * with two warpgroups it must fit in the other's 512 tensor-core cycles per stage; docs/GPU.md "The main loop's
+ * chain"). The last stage waits on itself again (complete, so at once) rather than branching: every control-flow
+ * merge then has the same wgmma groups in flight (none at the loop head), so ptxas keeps the wgmmas async; and it
+ * never waits on a stage of the next item (GEMM1's alternating items give that to the other warpgroup). Stage
+ * kb + 1 is waited for before stage kb is released: a different slot, filled without kb's release (kStages ≥ 2). */
 template <bool BLOCK, bool STAGED, bool GATHERED, class Scales>
 __device__ __forceinline__ void consume_pair(PairAddr sm, int wg, int kblocks, uint32_t& it, float (&acc0)[64],
                                              float (&acc1)[64], Scales scales) {
+  constexpr bool kEarly = STAGED || !BLOCK;
   float p[64];
 #pragma unroll
   for (int i = 0; i < 64; ++i) acc0[i] = acc1[i] = 0.0f;
+  auto wait_full = [&](uint32_t pos) {
+    mbar_wait(sm.full(pos % kStages), (pos / kStages) & 1u);
+    if (GATHERED) fence_proxy_async(); /* A came by cp.async (generic proxy): publish_gathered */
+  };
+  if (kEarly) wait_full(it);
 #pragma unroll 1
   for (int kb = 0; kb < kblocks; ++kb) {
     const uint32_t pos = it + static_cast<uint32_t>(kb);
     const uint32_t s = pos % kStages;
     float c0 = 0.0f, c1 = 0.0f, cw0 = 0.0f, cw1 = 0.0f;
     if (BLOCK && !STAGED) scales(s, kb, c0, c1, cw0, cw1);
-    mbar_wait(sm.full(s), (pos / kStages) & 1u);
-    if (GATHERED) fence_proxy_async(); /* A came by cp.async (generic proxy): publish_gathered */
+    if (!kEarly) wait_full(pos);
     const uint64_t da = desc_sw128(sm.a(s, wg));
     const uint64_t db0 = desc_sw128(sm.b(s, 0)), db1 = desc_sw128(sm.b(s, 1));
     if (BLOCK && STAGED) scales(s, kb, c0, c1, cw0, cw1);
@@ -240,6 +252,7 @@ __device__ __forceinline__ void consume_pair(PairAddr sm, int wg, int kblocks, u
 #pragma unroll
     for (int kk = 0; kk < kBK / 32; ++kk) wgmma_m64n128k32(p, da + 2 * kk, db1 + 2 * kk, kk > 0);
     wgmma_commit();
+    if (kEarly) wait_full(kb + 1 < kblocks ? pos + 1u : pos);
     wgmma_wait<0>();
     fence_regs(p);
     mbar_arrive(sm.empty(s)); /* both products of this warpgroup are done with the stage */
