@@ -331,13 +331,27 @@ __global__ void __launch_bounds__(kThreads, 1)
       float s[2];
 #pragma unroll
       for (int h = 0; h < 2; ++h) s[h] = a.requant == FP8MOE_REQ_FUSED_GROUP ? dynamic_scale(m[h]) : kref_at(a.a2_static, 0);
+      /* 8-byte stores: the quad's 4 lanes hold 2 codes each of every 8-column chunk; per 4 chunks two shuffles
+       * transpose them so lane t stores chunk t's 8 codes (one 32-byte sector per row per warp instruction). */
+      const bool hi = (t & 2) != 0, odd = (t & 1) != 0;
+      const uint32_t sel2 = odd ? 0x5410u : 0x7632u;
+      const uint32_t sel_w0 = odd ? 0x3254u : 0x5410u, sel_w1 = odd ? 0x3276u : 0x7610u;
 #pragma unroll
-      for (int j = 0; j < 16; ++j)
+      for (int h = 0; h < 2; ++h)
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int i = 4 * j + 2 * h;
-          *reinterpret_cast<uint16_t*>(a.a2q + grow[h] * a.I + n0 + acc_col(i, t)) =
-              e4m3x2(acc_g[i] / s[h], acc_g[i + 1] / s[h]);
+        for (int jj = 0; jj < 4; ++jj) {
+          uint32_t v[4];
+#pragma unroll
+          for (int k = 0; k < 4; ++k) {
+            const int i = 4 * (4 * jj + k) + 2 * h;
+            v[k] = e4m3x2(acc_g[i] / s[h], acc_g[i + 1] / s[h]);
+          }
+          const uint32_t A = v[0] | (v[1] << 16), Bw = v[2] | (v[3] << 16);
+          const uint32_t r1 = __shfl_xor_sync(0xffffffffu, hi ? A : Bw, 2);
+          const uint32_t lo_src = hi ? r1 : A, hi_src = hi ? Bw : r1;
+          const uint32_t r2 = __shfl_xor_sync(0xffffffffu, __byte_perm(lo_src, hi_src, sel2), 1);
+          const uint2 w = make_uint2(__byte_perm(lo_src, r2, sel_w0), __byte_perm(hi_src, r2, sel_w1));
+          *reinterpret_cast<uint2*>(a.a2q + grow[h] * a.I + n0 + 8 * (4 * jj + t)) = w;
         }
       if (a.requant == FP8MOE_REQ_FUSED_GROUP && t == 0)
 #pragma unroll
