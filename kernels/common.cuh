@@ -91,7 +91,9 @@ __device__ __forceinline__ float rcp_approx(float x) {
  * g / (1 + expf(−g)), far below the 2^-4 steps of the e4m3 requantization that follows, in 6 instructions per output
  * (an accurate expf's range reduction and an IEEE division or a correctly rounded reciprocal, with their
  * slow-path tests and branches, were ~25 of the epilogue's ~40 per output: docs/GPU.md "The activation's cost").
- * Large negative g: e^−g = +Inf gives g·0 = −0, as g / Inf; NaN stays NaN. */
+ * Large negative g: below −88.72 e^−g = +Inf gives g·0 = −0, as g / Inf; between −88.72 and −87.34 (1 + e^−g above
+ * 2^126) the flushed reciprocal gives −0 where the division gives ~−1e-36 (a 128-column group made only of such
+ * outputs requantizes to zeros instead of codes worth ~1e-36: no output's norm can see it). NaN stays NaN. */
 __device__ __forceinline__ float gated_activation(int32_t act, float g, float u) {
   if (act == FP8MOE_ACTIVATION_GEGLU) return 0.5f * g * (1.0f + erff(g / 1.41421356237309505f)) * u;
   return g * rcp_approx(1.0f + ex2_approx(g * -1.44269504088896341f)) * u;
