@@ -244,9 +244,13 @@ __device__ __forceinline__ void consume_pair(PairAddr sm, int wg, int kblocks, u
 #pragma unroll
     for (int kk = 0; kk < kBK / 32; ++kk) wgmma_m64n128k32(p, da + 2 * kk, db0 + 2 * kk, kk > 0);
     wgmma_commit();
+    /* One fold decision per warp and stage for both products, taken while the wgmmas run (a vote: the promotions
+     * then branch once, uniformly, and the scale tests leave the chain); any lane or product outside the fold's
+     * range sends the warp's stage down the unfolded form. */
+    const bool fold = BLOCK && __all_sync(0xffffffffu, fold_allowed(c0, c1, cw0) & fold_allowed(c0, c1, cw1));
     wgmma_wait<0>();
     fence_regs(p);
-    promote_stage_folded<BLOCK>(acc0, p, c0, c1, cw0);
+    promote_stage_fold_if<BLOCK>(acc0, p, c0, c1, cw0, fold);
     wgmma_fence(); /* p was read by the promotion: order those reads before the next wgmmas overwrite it */
     fence_regs(p);
 #pragma unroll
@@ -256,7 +260,7 @@ __device__ __forceinline__ void consume_pair(PairAddr sm, int wg, int kblocks, u
     wgmma_wait<0>();
     fence_regs(p);
     mbar_arrive(sm.empty(s)); /* both products of this warpgroup are done with the stage */
-    promote_stage_folded<BLOCK>(acc1, p, c0, c1, cw1);
+    promote_stage_fold_if<BLOCK>(acc1, p, c0, c1, cw1, fold);
   }
   it += static_cast<uint32_t>(kblocks);
 }

@@ -465,26 +465,34 @@ __device__ __forceinline__ void promote_stage(float (&acc)[64], const float (&p)
  * (ncu, 2026-12-03). tests/test_gpu_sweep.c (regression_block_scales) runs scales outside the fold's range. */
 constexpr float kFoldRowScaleMax = 0x1p100f;
 constexpr float kFoldRowScaleMin = 0x1p-108f; /* a nonzero partial is ≥ 2^-18: p·s_row stays normal (2^-126) */
+/* Whether promote_stage_folded may fold the thread's row scales c0, c1 with the weight-block scale cw (above);
+ * written so that NaN fails every comparison (fmaxf/fminf would drop it), and with & / | rather than && / || so it
+ * compiles to predicates without branches (the pair kernels evaluate it while a wgmma group is in flight, where a
+ * branch would make ptxas serialize the wgmmas). */
+__device__ __forceinline__ bool fold_allowed(float c0, float c1, float cw) {
+  const float fa0 = fabsf(c0 * cw), fa1 = fabsf(c1 * cw);
+  return (fabsf(c0) <= kFoldRowScaleMax) & (fabsf(c1) <= kFoldRowScaleMax) &
+         ((fabsf(c0) >= kFoldRowScaleMin) | (c0 == 0.0f)) & ((fabsf(c1) >= kFoldRowScaleMin) | (c1 == 0.0f)) &
+         ((fa0 >= 0x1p-126f) | (c0 == 0.0f)) & ((fa1 >= 0x1p-126f) | (c1 == 0.0f)) & (fa0 <= 0x1.fffffep127f) &
+         (fa1 <= 0x1.fffffep127f); /* FLT_MIN, FLT_MAX */
+}
+/* promote_stage for BLOCK, folded where `fold` (fold_allowed, or a stricter caller's decision: the unfolded form is
+ * the CPU backend's association, right everywhere). */
 template <bool BLOCK>
-__device__ __forceinline__ void promote_stage_folded(float (&acc)[64], const float (&p)[64], float c0, float c1,
-                                                     float cw) {
-  if (!BLOCK) {
-    promote_stage<false>(acc, p, c0, c1, cw);
-    return;
-  }
-  const float f0 = c0 * cw, f1 = c1 * cw;
-  const float fa0 = fabsf(f0), fa1 = fabsf(f1);
-  /* written so that NaN fails every comparison (fmaxf/fminf would drop it) */
-  const bool fold = fabsf(c0) <= kFoldRowScaleMax && fabsf(c1) <= kFoldRowScaleMax &&
-                    (fabsf(c0) >= kFoldRowScaleMin || c0 == 0.0f) && (fabsf(c1) >= kFoldRowScaleMin || c1 == 0.0f) &&
-                    (fa0 >= 0x1p-126f || c0 == 0.0f) && (fa1 >= 0x1p-126f || c1 == 0.0f) && fa0 <= 0x1.fffffep127f &&
-                    fa1 <= 0x1.fffffep127f; /* FLT_MIN, FLT_MAX */
-  if (fold) {
+__device__ __forceinline__ void promote_stage_fold_if(float (&acc)[64], const float (&p)[64], float c0, float c1,
+                                                      float cw, bool fold) {
+  if (BLOCK && fold) {
+    const float f0 = c0 * cw, f1 = c1 * cw;
 #pragma unroll
     for (int i = 0; i < 64; ++i) acc[i] = fmaf(p[i], acc_half(i) ? f1 : f0, acc[i]);
   } else {
-    promote_stage<true>(acc, p, c0, c1, cw);
+    promote_stage<BLOCK>(acc, p, c0, c1, cw);
   }
+}
+template <bool BLOCK>
+__device__ __forceinline__ void promote_stage_folded(float (&acc)[64], const float (&p)[64], float c0, float c1,
+                                                     float cw) {
+  promote_stage_fold_if<BLOCK>(acc, p, c0, c1, cw, BLOCK && fold_allowed(c0, c1, cw));
 }
 
 /* 2-CTA clusters: whether the item pair of unit u (fp8moe_sm90_unit_item) needs the same B boxes, i.e. both
