@@ -202,10 +202,11 @@ __device__ __forceinline__ Pair pair_of(PairAddr sm, int32_t pair) {
 
 /* Consumer warpgroup wg, one item: per stage the 4 wgmmas of A tile wg by B box 0 into p, wait, promote into
  * acc0, then the 4 by B box 1 into p, wait, release the stage, promote into acc1. Each promotion is
- * promote_stage_folded (wgmma_sm90.cuh), as in consume(): BLOCK acc += p·(s_row·s_w) with the thread's row scales
- * c0 (row r0), c1 (r0 + 8) and the box's weight-block scale cw0 / cw1, otherwise acc += p; stages in order, so the
- * sums are the 64-row kernels' bit for bit (the same wgmmas on the same 64-row A tile and 128-row B box, the same
- * promotion per element). scales(s, kb, c0, c1, cw0, cw1) fetches the block scales: after the stage's full
+ * promote_stage_fold_if (wgmma_sm90.cuh): BLOCK acc += p·(s_row·s_w) with the thread's row scales c0 (row r0),
+ * c1 (r0 + 8) and the box's weight-block scale cw0 / cw1 where the warp's vote allows the fold for both boxes
+ * (fold_allowed in every lane), else the unfolded (p·s_row)·s_w; otherwise acc += p. Stages in order, so wherever
+ * every lane may fold the sums are the 64-row kernels' bit for bit (the same wgmmas on the same 64-row A tile and
+ * 128-row B box, the same promotion per element; those decide per thread and box). scales(s, kb, c0, c1, cw0, cw1) fetches the block scales: after the stage's full
  * wait when STAGED (the producer put them in the stage, GEMM1), before it otherwise (global loads whose
  * latency the wait and the wgmmas hide, GEMM2). The other consumer warpgroup runs its own products meanwhile:
  * one's promotion overlaps the other's wgmmas.
