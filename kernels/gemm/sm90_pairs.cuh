@@ -206,10 +206,10 @@ __device__ __forceinline__ Pair pair_of(PairAddr sm, int32_t pair) {
  * c1 (r0 + 8) and the box's weight-block scale cw0 / cw1 where the warp's vote allows the fold for both boxes
  * (fold_allowed in every lane), else the unfolded (p·s_row)·s_w; otherwise acc += p. Stages in order, so wherever
  * every lane may fold the sums are the 64-row kernels' bit for bit (the same wgmmas on the same 64-row A tile and
- * 128-row B box, the same promotion per element; those decide per thread and box). scales(s, kb, c0, c1, cw0, cw1) fetches the block scales: after the stage's full
- * wait when STAGED (the producer put them in the stage, GEMM1), before it otherwise (global loads whose
- * latency the wait and the wgmmas hide, GEMM2). The other consumer warpgroup runs its own products meanwhile:
- * one's promotion overlaps the other's wgmmas.
+ * 128-row B box, the same promotion per element; those decide per thread and box). scales(s, kb, c0, c1, cw0,
+ * cw1) fetches the block scales: after the stage's full wait when STAGED (the producer put them in the stage,
+ * GEMM1), before it otherwise (global loads whose latency the wait and the wgmmas hide, GEMM2). The other consumer
+ * warpgroup runs its own products meanwhile: one's promotion overlaps the other's wgmmas.
  *
  * Early waits (all but GEMM2's BLOCK form, whose scales load before the wait): stage kb + 1's full wait (and the
  * proxy fence) run while stage kb's box-1 wgmmas do, off the warpgroup's serial chain (wait, products, promotions:
