@@ -128,9 +128,12 @@ __global__ void __launch_bounds__(kThreads, 1)
        * mixes real and padding rows stays on the folded path. */
       auto sa = [&](int h, int kb) { return slot[h] >= 0 ? scale_at<F32>(a.a2_scale, row0 + rr[h], kb, 0) : 0.0f; };
       auto sb = [&](int kb) { return scale_at<F32>(a.w_scale, e, nb / kBN, kb); };
+      /* The epilogue's scales too (TENSOR one register, ROW two, BLOCK none): their loads complete under the
+       * main loop instead of at the item's end (docs/GPU.md "What the pair main loop is not limited by"). */
+      const YScales ys = y_scales<SCALE>(a, e, row0 + rr[0], row0 + rr[1]);
       consume<LOOP, SCALE == FP8MOE_SCALE_BLOCK, kPeers, false>(sm, wg, kblocks, it, acc, sa, sb);
 
-      store_y_box_staged<SCALE, F32>(a, acc, e, nb, t, y_scales<SCALE>(a, e, row0 + rr[0], row0 + rr[1]), slot,
+      store_y_box_staged<SCALE, F32>(a, acc, e, nb, t, ys, slot,
                                      saddr(&sm.epi[0][0]) + static_cast<uint32_t>(wg) * kYStageBytes, wg, q, lane);
     }
   }
