@@ -99,6 +99,11 @@ if(FP8MOE_WITH_CUDA)
   # The stream GEMMs' unit-aligned CTA count (kernels/gemm/stream_split.h) on the host.
   fp8moe_add_test(NAME test_stream_split SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_stream_split.c TIMEOUT 60)
   target_include_directories(test_stream_split PRIVATE ${PROJECT_SOURCE_DIR}/kernels)
+  # The requantization's division through the scale's reciprocal (kernels/scale_div.h): the same e4m3 codes as x / s.
+  fp8moe_add_test(NAME test_scale_div SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_scale_div.c TIMEOUT 60)
+  target_include_directories(test_scale_div PRIVATE ${PROJECT_SOURCE_DIR}/kernels ${PROJECT_SOURCE_DIR}/src
+                             ${PROJECT_SOURCE_DIR}/abi)
+  target_link_libraries(test_scale_div PRIVATE m)
 endif()
 
 # Both permutation paths against a CPU stable counting sort, bit for bit (kernel-level: links the kernel

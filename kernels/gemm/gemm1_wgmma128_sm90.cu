@@ -34,6 +34,7 @@
  * in order from a zeroed counter instead of walking b, b + grid, …, so the CTAs that share a group's B slices
  * and A rows stay close in time and meet in L2; the producer tells the consumers each item through the item's
  * first stage (stage_item), and ends with a stage that carries item −1. */
+#include "scale_div.h"
 #include "sm90_pairs.cuh"
 
 namespace fp8moe {
@@ -330,31 +331,44 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
     const int64_t grow[2] = {row0 + rr[0], row0 + rr[1]};
     if (a.requant == FP8MOE_REQ_FUSED_GROUP || a.requant == FP8MOE_REQ_FUSED_STATIC) {
-      float s[2];
+      float s[2], r[2];
+      bool fast = true;
 #pragma unroll
-      for (int h = 0; h < 2; ++h) s[h] = a.requant == FP8MOE_REQ_FUSED_GROUP ? dynamic_scale(m[h]) : kref_at(a.a2_static, 0);
+      for (int h = 0; h < 2; ++h) {
+        s[h] = a.requant == FP8MOE_REQ_FUSED_GROUP ? dynamic_scale(m[h]) : kref_at(a.a2_static, 0);
+        r[h] = __frcp_rn(s[h]);
+        fast = fast && fp8moe_scale_div_fast_ok(s[h]);
+      }
+      /* one path per warp: the stores below shuffle across the quad (scales differ per row under FUSED_GROUP) */
+      fast = __all_sync(0xffffffffu, fast);
       /* 8-byte stores: the quad's 4 lanes hold 2 codes each of every 8-column chunk; per 4 chunks two shuffles
-       * transpose them so lane t stores chunk t's 8 codes (one 32-byte sector per row per warp instruction). */
+       * transpose them so lane t stores chunk t's 8 codes (one 32-byte sector per row per warp instruction). The
+       * e4m3 codes of x / s come by the reciprocal and one correction where the scales allow it (scale_div.h: the
+       * same codes), else by IEEE division; one loop each, so no element tests which. */
       const bool hi = (t & 2) != 0, odd = (t & 1) != 0;
       const uint32_t sel2 = odd ? 0x5410u : 0x7632u;
       const uint32_t sel_w0 = odd ? 0x3254u : 0x5410u, sel_w1 = odd ? 0x3276u : 0x7610u;
+      auto store = [&](auto quotient) {
 #pragma unroll
-      for (int h = 0; h < 2; ++h)
+        for (int h = 0; h < 2; ++h)
 #pragma unroll
-        for (int jj = 0; jj < 4; ++jj) {
-          uint32_t v[4];
+          for (int jj = 0; jj < 4; ++jj) {
+            uint32_t v[4];
 #pragma unroll
-          for (int k = 0; k < 4; ++k) {
-            const int i = 4 * (4 * jj + k) + 2 * h;
-            v[k] = e4m3x2(acc_g[i] / s[h], acc_g[i + 1] / s[h]);
+            for (int k = 0; k < 4; ++k) {
+              const int i = 4 * (4 * jj + k) + 2 * h;
+              v[k] = e4m3x2(quotient(acc_g[i], h), quotient(acc_g[i + 1], h));
+            }
+            const uint32_t A = v[0] | (v[1] << 16), Bw = v[2] | (v[3] << 16);
+            const uint32_t r1 = __shfl_xor_sync(0xffffffffu, hi ? A : Bw, 2);
+            const uint32_t lo_src = hi ? r1 : A, hi_src = hi ? Bw : r1;
+            const uint32_t r2 = __shfl_xor_sync(0xffffffffu, __byte_perm(lo_src, hi_src, sel2), 1);
+            const uint2 w = make_uint2(__byte_perm(lo_src, r2, sel_w0), __byte_perm(hi_src, r2, sel_w1));
+            *reinterpret_cast<uint2*>(a.a2q + grow[h] * a.I + n0 + 8 * (4 * jj + t)) = w;
           }
-          const uint32_t A = v[0] | (v[1] << 16), Bw = v[2] | (v[3] << 16);
-          const uint32_t r1 = __shfl_xor_sync(0xffffffffu, hi ? A : Bw, 2);
-          const uint32_t lo_src = hi ? r1 : A, hi_src = hi ? Bw : r1;
-          const uint32_t r2 = __shfl_xor_sync(0xffffffffu, __byte_perm(lo_src, hi_src, sel2), 1);
-          const uint2 w = make_uint2(__byte_perm(lo_src, r2, sel_w0), __byte_perm(hi_src, r2, sel_w1));
-          *reinterpret_cast<uint2*>(a.a2q + grow[h] * a.I + n0 + 8 * (4 * jj + t)) = w;
-        }
+      };
+      if (fast) store([&](float x, int h) { return fp8moe_scale_div(x, s[h], r[h]); });
+      else store([&](float x, int h) { return x / s[h]; });
       if (a.requant == FP8MOE_REQ_FUSED_GROUP && t == 0)
 #pragma unroll
         for (int h = 0; h < 2; ++h) a.a2s[grow[h] * (a.I / kBN) + n0 / kBN] = s[h];
