@@ -53,7 +53,16 @@ typedef struct fp8moe_routing_args {
   fp8moe_kout weights_out; /* optional [T,K] fp32 */
   int32_t v1;              /* 1: the previous routing and slot-list instruction sequences (FALLBACK 'w', A/B) */
 } fp8moe_routing_args;
-int fp8moe_launch_routing(const fp8moe_routing_args* a, cudaStream_t stream);
+/* What the routing grid zeroes before any later stage reads it (every later stage waits for it), instead of memset
+ * nodes before it: the scalar words, the per-row amax, device_status. NULL / 0 where none. */
+typedef struct fp8moe_zero_args {
+  uint32_t* words;
+  int32_t n_words;
+  uint32_t* rows;
+  int64_t n_rows;
+  int32_t* status;
+} fp8moe_zero_args;
+int fp8moe_launch_routing(const fp8moe_routing_args* a, const fp8moe_zero_args* z, cudaStream_t stream);
 
 /* ---- precomputed.cu: the host's ids/weights; out-of-range ids become -1 and are counted ---- */
 typedef struct fp8moe_precomputed_args {
