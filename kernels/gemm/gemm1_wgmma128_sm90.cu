@@ -77,6 +77,70 @@ __device__ __forceinline__ void end_claims(PairAddr sm, uint32_t it) {
   mbar_arrive_count(sm.full(s), kGatherArrivals + (threadIdx.x == 0 ? 1u : 0u));
 }
 
+/* CLUSTER (2-CTA clusters of pair items, docs/GPU.md "2-CTA pair clusters"): a unit of work is the item pair
+ * (2u, 2u + 1) of the grouped order; rank r computes item 2u + r, and past the last item rank 1 passes the
+ * stages of a shadow of item 2u (loaded, so that rank 0 still gets its multicast box, not computed). Where both
+ * items need the same B boxes (one column block, one expert: cluster_shares_b) each CTA's thread 0 loads box
+ * `rank` (gate rows for rank 0, up rows for rank 1) and multicasts it into both CTAs; otherwise each loads both.
+ * Either way a CTA's full barrier expects 32 KB, and its empty barrier counts its own 256 consumer threads and
+ * one arrival per consumer warp of the peer (consume_pair's PEERS), since either producer may write into both. */
+__device__ __forceinline__ bool cluster_shares_b(const fp8moe_gemm1_args& a, PairAddr sm, int32_t u, int32_t pairs,
+                                                 int32_t col_blocks) {
+  const int32_t items = pairs * col_blocks;
+  if (2 * u + 1 >= items) return true; /* the shadow: rank 1 loads what rank 0 does */
+  const fp8moe_sm90_item i0 = fp8moe_sm90_item_of(2 * u, pairs, col_blocks, a.item_order, a.item_group);
+  const fp8moe_sm90_item i1 = fp8moe_sm90_item_of(2 * u + 1, pairs, col_blocks, a.item_order, a.item_group);
+  const int32_t t0 = static_cast<int32_t>(sm.pair_first(i0.tile) & (kPairTwo - 1u));
+  const int32_t t1 = static_cast<int32_t>(sm.pair_first(i1.tile) & (kPairTwo - 1u));
+  return i0.col_block == i1.col_block && a.tile_expert[t0] == a.tile_expert[t1];
+}
+
+/* Claimed units in a cluster: rank 0's thread 0 claims for both CTAs and hands each claim to rank 1 (one slot,
+ * a full/empty barrier pair at cluster scope: the slot is a plain store into the peer's shared memory, so its
+ * release and acquire must reach the peer; once per unit, off the stages' path). */
+__device__ __forceinline__ void st_peer_s32(uint32_t addr, uint32_t peer, int32_t v) {
+  asm volatile(
+      "{\n.reg .b32 ra;\n"
+      "mapa.shared::cluster.u32 ra, %0, %1;\n"
+      "st.shared::cluster.s32 [ra], %2;\n"
+      "}\n" ::"r"(addr),
+      "r"(peer), "r"(v)
+      : "memory");
+}
+__device__ __forceinline__ void mbar_arrive_peer_release(uint32_t b, uint32_t peer) {
+  asm volatile(
+      "{\n.reg .b32 ra;\n"
+      "mapa.shared::cluster.u32 ra, %0, %1;\n"
+      "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra];\n"
+      "}\n" ::"r"(b),
+      "r"(peer)
+      : "memory");
+}
+__device__ __forceinline__ void mbar_wait_acquire_cluster(uint32_t b, uint32_t parity) {
+  asm volatile(
+      "{\n.reg .pred done;\n"
+      "WAIT:\n"
+      "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra WAIT;\n"
+      "}\n" ::"r"(b),
+      "r"(parity)
+      : "memory");
+}
+/* Thread 0 of each producer warpgroup, after the unit's stages (k: the CTA's unit count so far): rank 0 sends its
+ * claim `next` once rank 1 has read the previous one; rank 1 receives it and frees the slot. */
+__device__ __forceinline__ int32_t exchange_claim(PairAddr sm, uint32_t rank, uint32_t k, int32_t next) {
+  if (rank == 0) {
+    mbar_wait_acquire_cluster(sm.claim_empty(), (k & 1u) ^ 1u);
+    st_peer_s32(sm.peer_claim(), 1u, next);
+    mbar_arrive_peer_release(sm.claim_full(), 1u);
+    return next;
+  }
+  mbar_wait_acquire_cluster(sm.claim_full(), k & 1u);
+  const int32_t v = ld_shared_s32(sm.peer_claim());
+  mbar_arrive_peer_release(sm.claim_empty(), 0u);
+  return v;
+}
+
 /* Producer warpgroup: thread p copies 16-byte chunk p % 8 of rows p / 8 + 16i (i < 8) of the pair's 128 rows
  * (rows 64.. into the second A tile); the rows of a missing second tile and padding rows are zero-filled.
  * Thread 0 loads both B boxes. BLOCK: the stage's block scales go to shared memory with it (thread p the
@@ -85,10 +149,13 @@ __device__ __forceinline__ void end_claims(PairAddr sm, uint32_t it) {
  * no scale addresses in their registers. Each thread's share of the stage's full barrier completes when its
  * copies land (publish_gathered; its plain arrive's release also covers the shared-memory stores), as
  * gemm1_wgmma_sm90.cu. */
-template <bool BLOCK, bool F32, bool ALT>
+template <bool BLOCK, bool F32, bool ALT, bool CLUSTER>
 __device__ __forceinline__ void produce_pairs(const fp8moe_gemm1_args& a, const CUtensorMap& map_w, PairAddr sm,
                                               int kblocks) {
+  static_assert(!(ALT && CLUSTER), "clusters of pair items only");
   constexpr int kRowSets = ALT ? 4 : 8; /* rows rb + 16i gathered per stage: one tile or two */
+  constexpr int32_t kPeers = CLUSTER ? 2 : 1;
+  const uint32_t rank = CLUSTER ? cluster_ctarank() : 0u;
   const int p = threadIdx.x, c = p & 7, rb = p >> 3;
   /* This thread's chunk in row rb of a tile, in the 128-byte swizzle (row % 8 is rb % 8 for every i). */
   const uint32_t dst0 = static_cast<uint32_t>(rb * kBK + ((c ^ (rb & 7)) << 4));
@@ -96,18 +163,27 @@ __device__ __forceinline__ void produce_pairs(const fp8moe_gemm1_args& a, const 
   uint32_t it = 0;
   const bool claimed = a.item_counter != nullptr;
   /* pairs and items are re-read from shared memory per item rather than kept live across the K loop */
-  int32_t w = static_cast<int32_t>(blockIdx.x);
+  int32_t w = static_cast<int32_t>(blockIdx.x) / kPeers; /* the item, or the cluster's unit (gridDim.x / 2 clusters) */
   for (uint32_t k = 0;; ++k) {
     const int32_t pairs = ALT ? *a.num_tiles : ld_shared_s32(sm.num_pairs()), col_blocks = a.I / kBN;
-    if (w >= pairs * col_blocks) {
+    if (w >= (CLUSTER ? (pairs * col_blocks + 1) / 2 : pairs * col_blocks)) {
       if (claimed) end_claims(sm, it);
       break;
     }
-    /* Claimed items: the CTA's next item, asked for one item ahead so the atomic's latency hides under this
-     * item's stages (the first wave takes items 0 .. grid − 1 without asking). */
+    /* Claimed items: the CTA's next item (cluster: rank 0's, the unit), asked for one item ahead so the
+     * atomic's latency hides under this item's stages (the first wave takes the first gridDim.x / kPeers
+     * without asking). */
     int32_t next = 0;
-    if (claimed && p == 0) next = static_cast<int32_t>(gridDim.x + atomicAdd(a.item_counter, 1u));
-    const fp8moe_sm90_item item = fp8moe_sm90_item_of(w, pairs, col_blocks, a.item_order, a.item_group);
+    if (claimed && p == 0 && rank == 0)
+      next = static_cast<int32_t>(gridDim.x / kPeers + atomicAdd(a.item_counter, 1u));
+    int32_t wi = w; /* this CTA's item */
+    bool share = false;
+    if (CLUSTER) {
+      wi = kPeers * w + static_cast<int32_t>(rank) < pairs * col_blocks ? kPeers * w + static_cast<int32_t>(rank)
+                                                                          : kPeers * w;
+      if (p == 0) share = cluster_shares_b(a, sm, w, pairs, col_blocks);
+    }
+    const fp8moe_sm90_item item = fp8moe_sm90_item_of(wi, pairs, col_blocks, a.item_order, a.item_group);
     const uint32_t pf = ALT ? 0u : sm.pair_first(item.tile);
     const int32_t tile0 = ALT ? item.tile : static_cast<int32_t>(pf & (kPairTwo - 1u));
     const bool two = !ALT && (pf & kPairTwo) != 0;
@@ -135,8 +211,13 @@ __device__ __forceinline__ void produce_pairs(const fp8moe_gemm1_args& a, const 
       if (p == 0) {
         if (claimed && kb == 0) st_shared_s32(sm.stage_item(s), w); /* released by the arrive below */
         mbar_arrive_expect_tx(sm.full(s), 2 * kBTileBytes);
-        tma_load_3d(sm.b(s, 0), &map_w, sm.full(s), kb * kBK, gate_row, e);
-        tma_load_3d(sm.b(s, 1), &map_w, sm.full(s), kb * kBK, up_row, e);
+        if (CLUSTER && share) {
+          tma_load_3d_multicast(sm.b(s, static_cast<int>(rank)), &map_w, sm.full(s), kb * kBK,
+                                rank == 0 ? gate_row : up_row, e, static_cast<uint16_t>(0x3));
+        } else {
+          tma_load_3d(sm.b(s, 0), &map_w, sm.full(s), kb * kBK, gate_row, e);
+          tma_load_3d(sm.b(s, 1), &map_w, sm.full(s), kb * kBK, up_row, e);
+        }
       }
       const uint32_t dst = sm.a(s, 0) + dst0;
       const uint8_t* x_off = a.x + (c * 16 + kb * kBK);
@@ -165,11 +246,12 @@ __device__ __forceinline__ void produce_pairs(const fp8moe_gemm1_args& a, const 
       publish_gathered(sm.full(s));
     }
     if (claimed) { /* thread 0's claim to the warpgroup; two slots, so a slot is rewritten only after all read it */
+      if (CLUSTER && p == 0) next = exchange_claim(sm, rank, k, next);
       if (p == 0) st_shared_s32(sm.claim(k), next);
       producer_sync();
       w = ld_shared_s32(sm.claim(k));
     } else {
-      w += static_cast<int32_t>(gridDim.x);
+      w += static_cast<int32_t>(gridDim.x) / kPeers;
     }
   }
   cp_async_wait_all(); /* as gemm1_wgmma_sm90.cu */
@@ -177,20 +259,31 @@ __device__ __forceinline__ void produce_pairs(const fp8moe_gemm1_args& a, const 
 
 #endif
 
-template <int SCALE, bool F32, bool ALT>
+template <int SCALE, bool F32, bool ALT, bool CLUSTER = false>
 __global__ void __launch_bounds__(kThreads, 1)
     gemm1_wgmma128_kernel(const __grid_constant__ fp8moe_gemm1_args a, const __grid_constant__ CUtensorMap map_w) {
 #if FP8MOE_SM90A
+  constexpr int32_t kPeers = CLUSTER ? 2 : 1;
   extern __shared__ uint8_t smem_raw[];
-  /* the TMA issuer's expect_tx + every gathering producer thread; ALT: one warpgroup reads each stage */
-  init_pair_barriers(smem_raw, 1 + 128 * kGatherArrivals, ALT ? 128u : static_cast<uint32_t>(kConsumers));
+  /* the TMA issuer's expect_tx + every gathering producer thread; ALT: one warpgroup reads each stage; CLUSTER:
+   * also one arrival per consumer warp of the peer */
+  init_pair_barriers(smem_raw, 1 + 128 * kGatherArrivals,
+                     ALT ? 128u : static_cast<uint32_t>(kConsumers + (CLUSTER ? kConsumers / 32 : 0)));
+  if (CLUSTER && threadIdx.x == 0) {
+    PairSmem& sm = pair_smem_of(smem_raw);
+    mbar_init(&sm.claim_full, 1);
+    mbar_init(&sm.claim_empty, 1);
+    mbar_init_fence();
+  }
   /* Nothing is computed before the split: ptxas budgets code before setmaxnreg.dec at the producers' 40
    * registers, and values live across it were spilled. */
-  __syncthreads(); /* the barriers are initialized */
+  if (CLUSTER) cluster_sync_all(); /* both CTAs' barriers are initialized before either multicasts or arrives */
+  else __syncthreads(); /* the barriers are initialized */
   if (threadIdx.x < 128) {
     setmaxnreg_dec<kProducerRegs>();
     if (!ALT) wait_pairs(pair_addr_of(smem_raw)); /* the consumers built the pair list */
-    produce_pairs<SCALE == FP8MOE_SCALE_BLOCK, F32, ALT>(a, map_w, pair_addr_of(smem_raw), a.H / kBK);
+    produce_pairs<SCALE == FP8MOE_SCALE_BLOCK, F32, ALT, CLUSTER>(a, map_w, pair_addr_of(smem_raw), a.H / kBK);
+    if (CLUSTER) cluster_sync_all(); /* neither CTA exits while its peer may multicast into it or arrive on it */
     return;
   }
   setmaxnreg_inc<kConsumerRegs>();
@@ -212,10 +305,12 @@ __global__ void __launch_bounds__(kThreads, 1)
   auto hand_turn = [&] {
     if (threadIdx.x % 32 == 0) mbar_arrive(sp.turn(1 - wg));
   };
-  for (int32_t ws = static_cast<int32_t>(blockIdx.x);; ws += claimed ? 0 : static_cast<int32_t>(gridDim.x)) {
+  /* CLUSTER: ws walks the cluster's units of two items (gridDim.x / 2 clusters) */
+  for (int32_t ws = static_cast<int32_t>(blockIdx.x) / kPeers;;
+       ws += claimed ? 0 : static_cast<int32_t>(gridDim.x) / kPeers) {
     const int32_t pairs = ALT ? *a.num_tiles : ld_shared_s32(sp.num_pairs()), col_blocks = a.I / kBN;
     /* static items (b, b + grid, …): w = ws, items ≤ max_tiles · col_blocks < 2^31 (the launcher checks) */
-    if (!claimed && ws >= pairs * col_blocks) break;
+    if (!claimed && ws >= (CLUSTER ? (pairs * col_blocks + 1) / 2 : pairs * col_blocks)) break;
     if (ALT) {
       const uint32_t owner = turns & 1u; /* the CTA's item k: warpgroup k % 2 computes it */
       const bool later = (turns & 2u) != 0; /* k > 0 */
@@ -249,11 +344,18 @@ __global__ void __launch_bounds__(kThreads, 1)
         break;
       }
     }
+    if (CLUSTER) { /* w is the unit: this CTA's item, or past the last item the shadow, which only passes */
+      w = kPeers * w + static_cast<int32_t>(cluster_ctarank());
+      if (w >= pairs * col_blocks) {
+        pass_stages<kPeers>(sp, kblocks, it);
+        continue;
+      }
+    }
     const fp8moe_sm90_item item = fp8moe_sm90_item_of(w, pairs, col_blocks, a.item_order, a.item_group);
     const uint32_t pf = ALT ? 0u : sp.pair_first(item.tile);
     const int32_t tile0 = ALT ? item.tile : static_cast<int32_t>(pf & (kPairTwo - 1u));
     if (!ALT && wg == 1 && (pf & kPairTwo) == 0) { /* warpgroup-uniform: a single pair has no rows for warpgroup 1 */
-      pass_stages(sp, kblocks, it);
+      pass_stages<kPeers>(sp, kblocks, it);
       continue;
     }
     float acc_g[64], acc_u[64];
@@ -284,7 +386,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       cg = ld_shared_f32(sp.w_scale(s, 0));
       cu = ld_shared_f32(sp.w_scale(s, 1));
     };
-    consume_pair<SCALE == FP8MOE_SCALE_BLOCK, true, true>(sp, ha, kblocks, it, acc_g, acc_u, scales);
+    consume_pair<SCALE == FP8MOE_SCALE_BLOCK, true, true, kPeers>(sp, ha, kblocks, it, acc_g, acc_u, scales);
     /* every warp's full waits are done: the other's turn (per warp, so none of this warpgroup can still be short
      * of its own turn wait when the other warpgroup hands back) */
     if (ALT) hand_turn();
@@ -392,6 +494,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       }
     }
   }
+  if (CLUSTER) cluster_sync_all(); /* the producers' counterpart: no CTA exits while its peer may still arrive */
 #elif defined(__CUDA_ARCH__)
   (void)a;
   (void)map_w;
@@ -401,9 +504,16 @@ __global__ void __launch_bounds__(kThreads, 1)
 
 using Kernel = void (*)(fp8moe_gemm1_args, CUtensorMap);
 
+/* max_clusters > 0 (pair items only): the cluster kernel on 2 × min(units, max_clusters) CTAs. */
 template <int SCALE, bool F32 = false>
 cudaError_t launch(const fp8moe_gemm1_args& a, const CUtensorMap& mw, cudaStream_t stream) {
   const int64_t items = (a.alternate ? a.max_tiles : max_pairs(a.max_tiles, a.E_local)) * (a.I / kBN);
+  if (!a.alternate && a.max_clusters > 0) {
+    const int64_t units = (items + 1) / 2;
+    const ClusterConfig c(dim3(static_cast<unsigned>(2 * (units < a.max_clusters ? units : a.max_clusters))), stream,
+                          kPairSmemBytes);
+    return cudaLaunchKernelEx(&c.cfg, gemm1_wgmma128_kernel<SCALE, F32, false, true>, a, mw);
+  }
   const int64_t ctas_max = a.max_ctas / FP8MOE_GEMM1_CTAS_PER_SM;
   const int64_t grid = items < ctas_max ? items : ctas_max;
   const dim3 g(static_cast<unsigned>(grid));
@@ -420,6 +530,11 @@ cudaError_t raise_smem() {
     e = cudaFuncSetAttribute(gemm1_wgmma128_kernel<SCALE, F32, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              static_cast<int>(kPairSmemBytes));
   return e;
+}
+template <int SCALE, bool F32>
+cudaError_t raise_cluster_smem() {
+  return cudaFuncSetAttribute(gemm1_wgmma128_kernel<SCALE, F32, false, true>,
+                              cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kPairSmemBytes));
 }
 
 }  // namespace
@@ -460,4 +575,17 @@ extern "C" int fp8moe_launch_gemm1_sm90_pairs(const fp8moe_gemm1_args* a, cudaSt
 extern "C" int fp8moe_prepare_gemm1_sm90_pairs_smem(void) {
   using namespace fp8moe::sm90;
   return static_cast<int>(for_each_scale_kind([](auto k) { return raise_smem<decltype(k)::scale, decltype(k)::f32>(); }));
+}
+
+/* The cluster pair kernel's shared-memory limit raised, then the most of its 2-CTA clusters resident at once
+ * (resident_clusters). Called only where the variant asks for the clusters ("e"), so the default context makes
+ * no call for them. */
+extern "C" int fp8moe_prepare_gemm1_sm90_pair_clusters(int32_t sm_count, int32_t* clusters) {
+  using namespace fp8moe::sm90;
+  *clusters = 0;
+  const cudaError_t e =
+      for_each_scale_kind([](auto k) { return raise_cluster_smem<decltype(k)::scale, decltype(k)::f32>(); });
+  if (e != cudaSuccess) return static_cast<int>(e);
+  return resident_clusters(gemm1_wgmma128_kernel<FP8MOE_SCALE_TENSOR, false, false, true>, sm_count, clusters,
+                           kPairSmemBytes);
 }

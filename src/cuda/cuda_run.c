@@ -316,7 +316,10 @@ static int32_t experts(const fp8moe_cuda_impl* impl, const fp8moe_problem* p, co
     e1 = fp8moe_launch_gemm1_sm90_pairs(g, s);
   } else if (k1->kernel == FP8MOE_GEMM_WGMMA_SM90) e1 = fp8moe_launch_gemm1_sm90(g, s);
   else if (k1->kernel == FP8MOE_GEMM_WGMMA128_SM90) {
-    g->item_group = fp8moe_cuda_plan_sm90_pair_group(p->H); /* the grouped order walks pairs of tiles */
+    g->max_clusters = impl->gemm1_pair_clusters; /* "e": the pair items in 2-CTA clusters */
+    /* the grouped order walks pairs of tiles; a cluster takes two consecutive ones */
+    g->item_group = g->max_clusters > 0 ? fp8moe_cuda_plan_sm90_cluster_pair_group(p->H)
+                                        : fp8moe_cuda_plan_sm90_pair_group(p->H);
     e1 = fp8moe_launch_gemm1_sm90_pairs(g, s);
   }
   else e1 = fp8moe_launch_gemm1(g, s);
