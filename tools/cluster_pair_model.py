@@ -1,10 +1,10 @@
 """tools/cluster_pair_model.py — a protocol model of the 2-CTA pair-cluster GEMM1
-(gemm1_wgmma128_kernel<..., CLUSTER>, FP8MOE_CUDA_GEMM_FALLBACK "e"): mbarriers with phases and transaction bytes, the 4-stage ring, multicast TMA landing asynchronously in both CTAs,
-per-thread local + per-warp peer empty arrivals, claimed units handed rank 0 -> rank 1 through one slot with a
-full/empty barrier pair, end_claims, shadow units, single pairs (warpgroup 1 passes). Random interleavings;
-checks: no deadlock, every item computed exactly once, no TMA lands in a stage a consumer of that CTA has not
-released, every consumer reads the data of its own unit and stage. Run: python3 tools/cluster_pair_model.py [N]
-(docs/GPU.md "2-CTA pair clusters" has what it found and how it was checked)."""
+(gemm1_wgmma128_kernel<..., CLUSTER>, FP8MOE_CUDA_GEMM_FALLBACK "e"): mbarriers with phases and transaction bytes,
+the 4-stage ring, multicast TMA landing asynchronously in both CTAs, per-thread local + per-warp peer empty
+arrivals, claimed units handed rank 0 -> rank 1 through one slot with a full/empty barrier pair, end_claims, shadow
+units, single pairs (warpgroup 1 passes). Random interleavings; checks: no deadlock, every item computed exactly
+once, no TMA lands in a stage a consumer of that CTA has not released, every consumer reads the data of its own
+unit and stage. Run: python3 tools/cluster_pair_model.py [N] (docs/GPU.md "2-CTA pair clusters")."""
 import random
 import sys
 
