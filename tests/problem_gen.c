@@ -256,7 +256,7 @@ int pg_generate(pg_problem* p, const pg_config* c) {
   p->w2_scale = buf_alloc((size_t)(scale_count(c, H, I) * ss));
   p->a1_scale = buf_alloc((size_t)ss);
   p->a2_scale = buf_alloc((size_t)ss);
-  p->output_bytes = (size_t)(T * H * ref_dt_size(pg_ref_dt(c->output_dtype)));
+  p->output_bytes = (size_t)(T * (H + c->output_row_pad) * ref_dt_size(pg_ref_dt(c->output_dtype)));
   p->output = buf_alloc(p->output_bytes);
   p->ids_out = buf_alloc(sizeof(int32_t) * (size_t)(T * K));
   p->weights_out = buf_alloc(sizeof(float) * (size_t)(T * K));
@@ -365,7 +365,8 @@ void pg_describe(pg_problem* p) {
   if (c->a2_static)
     a->a2_scale = test_tensor_init(&p->t_a2, p->a2_scale, c->scale_dtype, c->alt_scale_shapes ? 0 : 1,
                                    (int64_t[]){1}, NULL);
-  a->output = test_tensor_init(&p->t_out, p->output, c->output_dtype, 2, (int64_t[]){T, H}, NULL);
+  a->output = test_tensor_init(&p->t_out, p->output, c->output_dtype, 2, (int64_t[]){T, H},
+                               c->output_row_pad ? (int64_t[]){H + c->output_row_pad, 1} : NULL);
   if (c->want_routing_out) {
     a->routing_ids_out = test_tensor_init(&p->t_ids_out, p->ids_out, TEST_I32, 2, (int64_t[]){T, K}, NULL);
     a->routing_weights_out = test_tensor_init(&p->t_w_out, p->weights_out, TEST_F32, 2, (int64_t[]){T, K}, NULL);
@@ -416,9 +417,14 @@ void pg_poison(pg_problem* p) {
   memset(p->weights_out, 0xFF, sizeof(float) * (size_t)(p->cfg.T * p->cfg.K));
 }
 
+/* Storage index of output element i (row-major over [T,H]). */
+static int64_t output_index(const pg_problem* p, int64_t i) {
+  return i / p->cfg.H * (p->cfg.H + p->cfg.output_row_pad) + i % p->cfg.H;
+}
+
 int pg_output_is_poison(const pg_problem* p, int64_t i) {
   int sz = ref_dt_size(pg_ref_dt(p->cfg.output_dtype));
-  const unsigned char* b = (const unsigned char*)p->output + i * sz;
+  const unsigned char* b = (const unsigned char*)p->output + output_index(p, i) * sz;
   for (int j = 0; j < sz; ++j)
     if (b[j] != 0xFF) return 0;
   return 1;
@@ -430,13 +436,15 @@ int pg_output_untouched(const pg_problem* p) {
   return 1;
 }
 
-double pg_output_at(const pg_problem* p, int64_t i) { return pg_get(p->output, p->cfg.output_dtype, i); }
+double pg_output_at(const pg_problem* p, int64_t i) {
+  return pg_get(p->output, p->cfg.output_dtype, output_index(p, i));
+}
 
 void pg_describe_config(const pg_config* c, char* buf, size_t size) {
   static const char* const layouts[] = {"", "(padded)", "(transposed)"};
   snprintf(buf, size,
            "%s/%s/%s %s T=%lld H=%lld I=%lld E=%d K=%d groups=%d/%d El=%d@%d scale=%g logits=%s%s bias=%s "
-           "hidden=%s%s out=%s scales=%s%s a1=%s a2=%s%s%s seed=%llu",
+           "hidden=%s%s out=%s%s scales=%s%s a1=%s a2=%s%s%s seed=%llu",
            method_name(c->routing_method), format_name(c->quant_format),
            c->activation == FP8MOE_ACTIVATION_GEGLU ? "GEGLU" : "SWIGLU",
            c->gate_up_order == FP8MOE_GATE_UP_UP_FIRST ? "up_first" : "gate_first", (long long)c->T,
@@ -448,7 +456,8 @@ void pg_describe_config(const pg_config* c, char* buf, size_t size) {
                    c->quant_format == FP8MOE_QUANT_FP8_BLOCK128
                ? "(scales transposed)"
                : "",
-           pg_dtype_name(c->output_dtype), pg_dtype_name(c->scale_dtype), c->alt_scale_shapes ? "(alt shapes)" : "",
+           pg_dtype_name(c->output_dtype), c->output_row_pad ? "(rows padded)" : "", pg_dtype_name(c->scale_dtype),
+           c->alt_scale_shapes ? "(alt shapes)" : "",
            c->a1_static ? "static" : "dyn",
            c->a2_static ? "static" : "dyn", c->uses_topk_input ? " ids=" : "",
            c->uses_topk_input ? pg_dtype_name(c->ids_dtype) : "", (unsigned long long)c->seed);

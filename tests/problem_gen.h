@@ -39,6 +39,7 @@ typedef struct pg_config {
   int32_t logits_layout;         /* PG_LOGITS_* */
   int32_t hidden_scale_transposed; /* BLOCK128 with fp8 hidden: scales stored [H/128,T] */
   int32_t want_routing_out;      /* pass routing_ids_out / routing_weights_out */
+  int32_t output_row_pad;        /* output row stride H + this (a slice of a wider buffer); 0: compact */
   int32_t alt_scale_shapes;      /* the other accepted scalar/row shapes: hidden_scale [] (PER_TENSOR) or
                                     [T,1] (PER_CHANNEL) instead of [1] / [T]; a1_scale [1], a2_scale [] */
   uint64_t seed;
@@ -81,7 +82,7 @@ const char* pg_dtype_name(fp8moe_dtype dt);
 void pg_poison(pg_problem* p);
 /* 1 when output still holds the poison everywhere (a refused call must leave it so). */
 int pg_output_untouched(const pg_problem* p);
-/* Output element i as double. */
+/* Output element i (row-major over [T,H], whatever the row stride) as double. */
 double pg_output_at(const pg_problem* p, int64_t i);
 /* 1 when output element i holds the poison bit pattern. */
 int pg_output_is_poison(const pg_problem* p, int64_t i);

@@ -180,6 +180,7 @@ static void make_config(const e2e_env* env, pg_config* c, int mi, int fi, int ai
   c->hidden_scale_transposed =
       (arg_flags(caps, FP8MOE_ARG_HIDDEN_SCALE) & FP8MOE_ARGUMENT_ANY_STRIDES) && (v + mi) % 2 == 1;
   c->routed_scaling_factor = v % 3 == 1 ? 2.5f : 0.0f;
+  c->output_row_pad = (v + fi) % 4 == 1 ? 8 : 0; /* output rows in a wider buffer (16-byte pitch, the contract's) */
   c->alt_scale_shapes = (v + ai) % 2;
   if (v == VARIANTS - 1) { /* expert parallel: this call owns the upper half of the experts */
     c->E_local = 8;

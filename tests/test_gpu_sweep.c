@@ -147,6 +147,7 @@ static void sweep(suite* s) {
         c.hidden_dtype = (i % 4 == 1) ? TEST_E4M3 : (i % 4 == 2) ? TEST_F16 : TEST_BF16;
         c.hidden_scale_transposed = (i % 8 == 5);
         c.logits_layout = i % 3;
+        c.output_row_pad = (i % 5 == 1) ? 8 : 0; /* output rows in a wider buffer (16-byte pitch, the contract's) */
         c.ids_dtype = (i % 2) ? TEST_I64 : TEST_I32;
         c.topk_weights_dtype = *cycle_float(i + 2);
         c.a1_static = (i % 2 == 0);
