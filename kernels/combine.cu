@@ -39,13 +39,15 @@ __device__ __forceinline__ void store_out4(const fp8moe_kout& out, int64_t off, 
 }
 
 __global__ void __launch_bounds__(kThreads, kBlocksPerSm) combine_kernel(fp8moe_combine_args a) {
-  /* Every warp reads the token's slot rows and weights itself (lane k: slot k; L1 hits after the first warp),
-   * so no block barrier stands between a warp and its loads of y. */
+  /* Every warp reads the token's slot rows and weights itself (lane k: slot k), so no block barrier stands
+   * between a warp and its loads of y. From L2 (ld.global.cg), never this SM's L1: they are read before
+   * griddepcontrol.wait and their writers are not this kernel's immediate predecessor (as the permutation's
+   * early reads of ids, permute_segment.cuh). */
   const int64_t t = blockIdx.x;
   const int lane = static_cast<int>(threadIdx.x % 32);
   const bool slot = lane < a.K;
-  const int32_t row = slot ? a.slot_row[t * a.K + lane] : -1;
-  const float w_lane = slot && a.weights ? a.weights[t * a.K + lane] : 1.0f;
+  const int32_t row = slot ? __ldcg(a.slot_row + t * a.K + lane) : -1;
+  const float w_lane = slot && a.weights ? __ldcg(a.weights + t * a.K + lane) : 1.0f;
   const uint32_t mask = __ballot_sync(0xffffffffu, row >= 0); /* bit k: slot k is local (expert parallelism) */
   wait_prior(); /* y comes from GEMM2 */
   const int64_t h = (static_cast<int64_t>(blockIdx.y) * kThreads + threadIdx.x) * kColumns;
