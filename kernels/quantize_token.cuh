@@ -39,10 +39,6 @@ __device__ __forceinline__ float4 scaled4(const fp8moe_quantize_input_args& a, u
   return v;
 }
 
-__device__ __forceinline__ float4 scaled4(const fp8moe_quantize_input_args& a, int64_t t, int64_t i, float wt) {
-  return scaled4(a, load_raw4(a, t, i), wt);
-}
-
 __device__ __forceinline__ float amax4(float4 v) {
   return fmaxf(fmaxf(finite_abs(v.x), finite_abs(v.y)), fmaxf(finite_abs(v.z), finite_abs(v.w)));
 }
@@ -62,19 +58,36 @@ __device__ __forceinline__ float block_max(float v) {
   return r;
 }
 
+/* Loads in flight per thread in the loops below: the loads of kQuantBatch steps are issued before the first is
+ * used (a warp's 1x128 groups, or a thread's 4-element pieces), so a warp waits for one memory round trip per
+ * batch. Without it the stores of a step kept the next step's load behind them (SASS: one LDG per iteration), and
+ * the amax loop's remainder after the compiler's 4-way unrolling ran one load at a time. */
+constexpr int kQuantBatch = 4;
+
+/* This thread's finite amax of the token's row (its 4-element pieces in ascending order, as a plain loop). */
+template <int THREADS>
+__device__ __forceinline__ float thread_amax(const fp8moe_quantize_input_args& a, int64_t t, float wt) {
+  float m = 0.0f;
+  for (int64_t i0 = threadIdx.x * 4; i0 < a.H; i0 += kQuantBatch * THREADS * 4) {
+    uint2 raw[kQuantBatch];
+#pragma unroll
+    for (int b = 0; b < kQuantBatch; ++b) {
+      const int64_t i = i0 + b * THREADS * 4;
+      raw[b] = i < a.H ? load_raw4(a, t, i) : make_uint2(0u, 0u);
+    }
+#pragma unroll
+    for (int b = 0; b < kQuantBatch; ++b)
+      if (i0 + b * THREADS * 4 < a.H) m = fmaxf(m, amax4(scaled4(a, raw[b], wt)));
+  }
+  return m;
+}
+
 /* The token's finite amax into *a.amax (dynamic per-tensor scale, first pass). */
 template <int THREADS>
 __device__ __forceinline__ void token_amax(const fp8moe_quantize_input_args& a, int64_t t, float wt) {
-  float m = 0.0f;
-  for (int64_t i = threadIdx.x * 4; i < a.H; i += THREADS * 4) m = fmaxf(m, amax4(scaled4(a, t, i, wt)));
-  m = block_max<THREADS>(m);
+  const float m = block_max<THREADS>(thread_amax<THREADS>(a, t, wt));
   if (threadIdx.x == 0) atomic_amax(a.amax, m);
 }
-
-/* Loads in flight per thread in the encoding loops: the loads of kQuantBatch steps are issued before the first
- * is used (a warp's 1x128 groups, or a thread's 4-element pieces), so a warp waits for one memory round trip per
- * batch. Without it the stores of a step kept the next step's load behind them (SASS: one LDG per iteration). */
-constexpr int kQuantBatch = 4;
 
 /* Encodes token t (for DYN_TENSOR *a.amax must be final). */
 template <int THREADS>
@@ -110,9 +123,7 @@ __device__ __forceinline__ void quantize_token(const fp8moe_quantize_input_args&
     s = dynamic_scale(__uint_as_float(*a.amax));
     if (t == 0 && threadIdx.x == 0) a.xs[0] = s;
   } else {
-    float m = 0.0f;
-    for (int64_t i = threadIdx.x * 4; i < a.H; i += THREADS * 4) m = fmaxf(m, amax4(scaled4(a, t, i, wt)));
-    s = dynamic_scale(block_max<THREADS>(m));
+    s = dynamic_scale(block_max<THREADS>(thread_amax<THREADS>(a, t, wt)));
     if (threadIdx.x == 0) a.xs[t] = s;
   }
   for (int64_t i0 = threadIdx.x * 4; i0 < a.H; i0 += kQuantBatch * THREADS * 4) {
