@@ -64,17 +64,24 @@ __device__ __forceinline__ float block_max(float v) {
  * the amax loop's remainder after the compiler's 4-way unrolling ran one load at a time. */
 constexpr int kQuantBatch = 4;
 
+/* The raw loads of this thread's pieces i0 + b·THREADS·4 (b < kQuantBatch) of the token's row, zero past H. */
+template <int THREADS>
+__device__ __forceinline__ void load_pieces(const fp8moe_quantize_input_args& a, int64_t t, int64_t i0,
+                                            uint2 (&raw)[kQuantBatch]) {
+#pragma unroll
+  for (int b = 0; b < kQuantBatch; ++b) {
+    const int64_t i = i0 + b * THREADS * 4;
+    raw[b] = i < a.H ? load_raw4(a, t, i) : make_uint2(0u, 0u);
+  }
+}
+
 /* This thread's finite amax of the token's row (its 4-element pieces in ascending order, as a plain loop). */
 template <int THREADS>
 __device__ __forceinline__ float thread_amax(const fp8moe_quantize_input_args& a, int64_t t, float wt) {
   float m = 0.0f;
   for (int64_t i0 = threadIdx.x * 4; i0 < a.H; i0 += kQuantBatch * THREADS * 4) {
     uint2 raw[kQuantBatch];
-#pragma unroll
-    for (int b = 0; b < kQuantBatch; ++b) {
-      const int64_t i = i0 + b * THREADS * 4;
-      raw[b] = i < a.H ? load_raw4(a, t, i) : make_uint2(0u, 0u);
-    }
+    load_pieces<THREADS>(a, t, i0, raw);
 #pragma unroll
     for (int b = 0; b < kQuantBatch; ++b)
       if (i0 + b * THREADS * 4 < a.H) m = fmaxf(m, amax4(scaled4(a, raw[b], wt)));
@@ -128,11 +135,7 @@ __device__ __forceinline__ void quantize_token(const fp8moe_quantize_input_args&
   }
   for (int64_t i0 = threadIdx.x * 4; i0 < a.H; i0 += kQuantBatch * THREADS * 4) {
     uint2 raw[kQuantBatch];
-#pragma unroll
-    for (int b = 0; b < kQuantBatch; ++b) {
-      const int64_t i = i0 + b * THREADS * 4;
-      raw[b] = i < a.H ? load_raw4(a, t, i) : make_uint2(0u, 0u);
-    }
+    load_pieces<THREADS>(a, t, i0, raw);
 #pragma unroll
     for (int b = 0; b < kQuantBatch; ++b) {
       const int64_t i = i0 + b * THREADS * 4;
