@@ -16,10 +16,11 @@ namespace {
 
 constexpr int kWarpsPerBlock = 4;
 /* Resident blocks per SM asked of ptxas for PL ≤ 8 (E ≤ 256): 12 × 4 warps caps registers at 40 (43 without
- * it, allocated as 48: 10 blocks, 40 warps per SM) with no spills (ptxas -v, sm_90a); 16 would cap them at 32
- * and spill. More warps per SM hide more of a token's dependent chain (loads, sigmoids, the redux rounds of
- * top-K) and put 6,336 tokens in flight on an H200 instead of 5,280 (deepseek-v3 T = 8192: 8,192 tokens,
- * docs/GPU.md "Permutation"). Register allocation does not change arithmetic, so the bits stay. */
+ * it, allocated as 48: 10 blocks, 40 warps per SM); 16 would cap them at 32 and spill 136 bytes. At PL = 8 the
+ * cap costs 32 bytes of spill stores (ptxas -v, sm_90a, CUDA 13, 2026-12-05): six STL/LDL around the sigmoid
+ * divisions per token, L1-resident. More warps per SM hide more of a token's dependent chain (loads, sigmoids,
+ * the redux rounds of top-K) and put 6,336 tokens in flight on an H200 instead of 5,280 (deepseek-v3 T = 8192:
+ * 8,192 tokens, docs/GPU.md "Permutation"). Register allocation does not change arithmetic, so the bits stay. */
 template <int PL>
 constexpr int min_blocks() { return PL <= 8 ? 12 : 1; }
 
