@@ -54,9 +54,8 @@ __device__ __forceinline__ uint32_t y_bf16x2(float a, float b) {
   const __nv_bfloat162 h = __floats2bfloat162_rn(bf16_keep_finite(a), bf16_keep_finite(b));
   return *reinterpret_cast<const uint32_t*>(&h);
 }
-/* Four consecutive y values (8-byte aligned) → fp32. */
-__device__ __forceinline__ float4 y_load4(const uint16_t* p) {
-  const uint2 w = *reinterpret_cast<const uint2*>(p);
+/* Four consecutive y values (one 8-byte load) → fp32, exactly. */
+__device__ __forceinline__ float4 y_widen4(uint2 w) {
   const float2 lo = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&w.x));
   const float2 hi = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&w.y));
   return make_float4(lo.x, lo.y, hi.x, hi.y);

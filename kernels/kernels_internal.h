@@ -53,7 +53,16 @@ typedef struct fp8moe_routing_args {
   fp8moe_kout weights_out; /* optional [T,K] fp32 */
   int32_t v1;              /* 1: the previous routing and slot-list instruction sequences (FALLBACK 'w', A/B) */
 } fp8moe_routing_args;
-int fp8moe_launch_routing(const fp8moe_routing_args* a, cudaStream_t stream);
+/* What the routing grid zeroes before any later stage reads it (every later stage waits for it), instead of memset
+ * nodes before it: the scalar words, the per-row amax, device_status. NULL / 0 where none. */
+typedef struct fp8moe_zero_args {
+  uint32_t* words;
+  int32_t n_words;
+  uint32_t* rows;
+  int64_t n_rows;
+  int32_t* status;
+} fp8moe_zero_args;
+int fp8moe_launch_routing(const fp8moe_routing_args* a, const fp8moe_zero_args* z, cudaStream_t stream);
 
 /* ---- precomputed.cu: the host's ids/weights; out-of-range ids become -1 and are counted ---- */
 typedef struct fp8moe_precomputed_args {
@@ -220,7 +229,8 @@ typedef struct fp8moe_gemm1_args {
   int32_t item_group;          /* sm90 only, GROUPED: tiles per group (≥ 1; the plan's, cuda_plan.c) */
   int32_t max_clusters;        /* sm90 only: > 0 runs the 2-CTA cluster kernel (W13 boxes multicast to both
                                   CTAs of a pair of items of one column block and expert) on at most this many
-                                  clusters (fp8moe_prepare_gemm1_sm90_clusters); 0 the one-CTA kernel */
+                                  clusters (fp8moe_prepare_gemm1_sm90_clusters; for the 128-row pair items
+                                  fp8moe_prepare_gemm1_sm90_pair_clusters); 0 the one-CTA kernel */
   int32_t alternate;           /* sm90 pairs only: 1 = 64-row items, the two consumer warpgroups take turns
                                   (gemm1_wgmma128_sm90.cu "Alternating"); 0 = pairs of tiles */
   uint32_t* item_counter;      /* sm90 pairs only: NULL = CTA b takes items b, b + grid, …; else a word that is 0
@@ -241,8 +251,9 @@ int fp8moe_launch_gemm1(const fp8moe_gemm1_args* a, cudaStream_t stream);
 int fp8moe_launch_gemm1_sm90(const fp8moe_gemm1_args* a, cudaStream_t stream);
 /* sm_90a, 128-row work items (kernels/gemm/gemm1_wgmma128_sm90.cu): pairs of consecutive 64-row tiles of one
  * expert (the layout's tile_m stays 64), the pair list built by every CTA in shared memory from num_tiles and
- * tile_expert; item_group counts pairs. The same needs and refusals as fp8moe_launch_gemm1_sm90 (sm90_loop
- * and max_clusters are not read: one main loop, one-CTA kernel), and max_tiles ≤ FP8MOE_GEMM1_PAIR_MAX_TILES,
+ * tile_expert; item_group counts pairs. The same needs and refusals as fp8moe_launch_gemm1_sm90 (sm90_loop is
+ * not read: one main loop; max_clusters > 0 runs the pair items in 2-CTA clusters, item_counter then counts
+ * units of two items), and max_tiles ≤ FP8MOE_GEMM1_PAIR_MAX_TILES,
  * E_local ≤ FP8MOE_GEMM1_PAIR_MAX_EXPERTS (its shared-memory pair list). alternate = 1: 64-row items (tiles,
  * item_group counts tiles), no pair list; refused unless fp8moe_gemm1_sm90_alternate_fits (then the caller runs
  * fp8moe_launch_gemm1_sm90 for the same items). */
@@ -315,6 +326,8 @@ int fp8moe_prepare_gemm_sm90(void** tma_encode);
  * kernel resident at once on the current device, 0 when none fit or the query fails (never an error). */
 int fp8moe_prepare_gemm2_sm90_clusters(int32_t sm_count, int32_t* clusters);
 int fp8moe_prepare_gemm1_sm90_clusters(int32_t sm_count, int32_t* clusters); /* the same for GEMM1 */
+/* The same for the 128-row GEMM1's cluster kernel (pair items in 2-CTA clusters, opt-in "e"). */
+int fp8moe_prepare_gemm1_sm90_pair_clusters(int32_t sm_count, int32_t* clusters);
 
 /* ---- combine.cu: out[t] = Σ_k w[t,k]·y[row(t,k)] in slot order ---- */
 typedef struct fp8moe_combine_args {

@@ -8,16 +8,34 @@
 namespace fp8moe {
 namespace {
 
+/* Loads in flight per thread: a step's 16-byte loads of kBatch pieces go out before the first is used (the SASS
+ * had one load per step, behind the previous step's store, and the amax load behind the num_tiles test). */
+constexpr int kBatch = 4;
+
 __global__ void __launch_bounds__(256) quantize_rows_kernel(fp8moe_quantize_rows_args a) {
   const int64_t r = blockIdx.x;
-  if (r >= static_cast<int64_t>(*a.num_tiles) * a.tile_m) return;
-  const float s = dynamic_scale(__uint_as_float(a.per_row ? a.amax[r] : a.amax[0]));
+  /* Both scalars loaded before the test (volatile: ptxas otherwise sank the amax load below the exit, a second
+   * round trip in series); r < max_tiles·tile_m, so the amax entry is inside its slice either way. */
+  const int32_t tiles = *static_cast<const volatile int32_t*>(a.num_tiles);
+  const uint32_t amax = *static_cast<const volatile uint32_t*>(a.per_row ? a.amax + r : a.amax);
+  if (r >= static_cast<int64_t>(tiles) * a.tile_m) return;
+  const float s = dynamic_scale(__uint_as_float(amax));
   if (threadIdx.x == 0 && (a.per_row || r == 0)) a.a2s[a.per_row ? r : 0] = s;
   const float4* src = reinterpret_cast<const float4*>(a.inter + r * a.I);
   uint32_t* dst = reinterpret_cast<uint32_t*>(a.a2q + r * a.I);
-  for (int32_t i = threadIdx.x; i < a.I / 4; i += blockDim.x) {
-    const float4 v = src[i];
-    dst[i] = e4m3x4(v.x / s, v.y / s, v.z / s, v.w / s);
+  const int32_t n = a.I / 4;
+  for (int32_t i0 = threadIdx.x; i0 < n; i0 += kBatch * blockDim.x) {
+    float4 v[kBatch];
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b) {
+      const int32_t i = i0 + b * static_cast<int32_t>(blockDim.x);
+      v[b] = i < n ? src[i] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    }
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b) {
+      const int32_t i = i0 + b * static_cast<int32_t>(blockDim.x);
+      if (i < n) dst[i] = e4m3x4(v[b].x / s, v[b].y / s, v[b].z / s, v[b].w / s);
+    }
   }
 }
 

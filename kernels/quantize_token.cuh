@@ -9,9 +9,13 @@
 
 namespace fp8moe {
 
-/* Four consecutive elements of a bf16/fp16 row as fp32 (one 8-byte load). */
-__device__ __forceinline__ float4 load4(const void* row, int32_t dt, int64_t i) {
-  const uint2 v = *reinterpret_cast<const uint2*>(static_cast<const uint16_t*>(row) + i);
+/* Four consecutive elements of a bf16/fp16 row: the raw 8 bytes, then as fp32. Split so that a caller can
+ * issue several loads before it uses any (the loops below: one memory round trip per batch, not per step). */
+__device__ __forceinline__ uint2 load_raw4(const fp8moe_quantize_input_args& a, int64_t t, int64_t i) {
+  return *reinterpret_cast<const uint2*>(static_cast<const uint16_t*>(a.hidden.data) + t * a.hidden.s[0] + i);
+}
+
+__device__ __forceinline__ float4 widen4(uint2 v, int32_t dt) {
   float4 r;
   if (dt == FP8MOE_DT_BF16) {
     r.x = __uint_as_float(v.x << 16);
@@ -26,8 +30,9 @@ __device__ __forceinline__ float4 load4(const void* row, int32_t dt, int64_t i) 
   return r;
 }
 
-__device__ __forceinline__ float4 scaled4(const fp8moe_quantize_input_args& a, int64_t t, int64_t i, float wt) {
-  float4 v = load4(static_cast<const uint8_t*>(a.hidden.data) + t * a.hidden.s[0] * 2, a.hidden.dt, i);
+/* The loaded elements as fp32, times the token's weight where it applies to the input. */
+__device__ __forceinline__ float4 scaled4(const fp8moe_quantize_input_args& a, uint2 raw, float wt) {
+  float4 v = widen4(raw, a.hidden.dt);
   if (a.token_weight) {
     v.x *= wt; v.y *= wt; v.z *= wt; v.w *= wt;
   }
@@ -53,12 +58,41 @@ __device__ __forceinline__ float block_max(float v) {
   return r;
 }
 
+/* Loads in flight per thread in the loops below: the loads of kQuantBatch steps are issued before the first is
+ * used (a warp's 1x128 groups, or a thread's 4-element pieces), so a warp waits for one memory round trip per
+ * batch. Without it the stores of a step kept the next step's load behind them (SASS: one LDG per iteration), and
+ * the amax loop's remainder after the compiler's 4-way unrolling ran one load at a time. */
+constexpr int kQuantBatch = 4;
+
+/* The raw loads of this thread's pieces i0 + b·THREADS·4 (b < kQuantBatch) of the token's row, zero past H. */
+template <int THREADS>
+__device__ __forceinline__ void load_pieces(const fp8moe_quantize_input_args& a, int64_t t, int64_t i0,
+                                            uint2 (&raw)[kQuantBatch]) {
+#pragma unroll
+  for (int b = 0; b < kQuantBatch; ++b) {
+    const int64_t i = i0 + b * THREADS * 4;
+    raw[b] = i < a.H ? load_raw4(a, t, i) : make_uint2(0u, 0u);
+  }
+}
+
+/* This thread's finite amax of the token's row (its 4-element pieces in ascending order, as a plain loop). */
+template <int THREADS>
+__device__ __forceinline__ float thread_amax(const fp8moe_quantize_input_args& a, int64_t t, float wt) {
+  float m = 0.0f;
+  for (int64_t i0 = threadIdx.x * 4; i0 < a.H; i0 += kQuantBatch * THREADS * 4) {
+    uint2 raw[kQuantBatch];
+    load_pieces<THREADS>(a, t, i0, raw);
+#pragma unroll
+    for (int b = 0; b < kQuantBatch; ++b)
+      if (i0 + b * THREADS * 4 < a.H) m = fmaxf(m, amax4(scaled4(a, raw[b], wt)));
+  }
+  return m;
+}
+
 /* The token's finite amax into *a.amax (dynamic per-tensor scale, first pass). */
 template <int THREADS>
 __device__ __forceinline__ void token_amax(const fp8moe_quantize_input_args& a, int64_t t, float wt) {
-  float m = 0.0f;
-  for (int64_t i = threadIdx.x * 4; i < a.H; i += THREADS * 4) m = fmaxf(m, amax4(scaled4(a, t, i, wt)));
-  m = block_max<THREADS>(m);
+  const float m = block_max<THREADS>(thread_amax<THREADS>(a, t, wt));
   if (threadIdx.x == 0) atomic_amax(a.amax, m);
 }
 
@@ -67,13 +101,25 @@ template <int THREADS>
 __device__ __forceinline__ void quantize_token(const fp8moe_quantize_input_args& a, int64_t t, float wt) {
   uint32_t* out = reinterpret_cast<uint32_t*>(a.xq + t * a.H);
   if (a.mode == FP8MOE_ACTQ_GROUP128) {
+    constexpr int kWarps = THREADS / 32;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int64_t groups = a.H / 128;
-    for (int64_t g = warp; g < groups; g += THREADS / 32) {
-      const float4 v = scaled4(a, t, g * 128 + lane * 4, wt);
-      const float s = dynamic_scale(warp_max(amax4(v)));
-      out[g * 32 + lane] = quant4(v, s);
-      if (lane == 0) a.xs[t * groups + g] = s;
+    for (int64_t g0 = warp; g0 < groups; g0 += kQuantBatch * kWarps) {
+      uint2 raw[kQuantBatch];
+#pragma unroll
+      for (int b = 0; b < kQuantBatch; ++b) {
+        const int64_t g = g0 + b * kWarps;
+        raw[b] = g < groups ? load_raw4(a, t, g * 128 + lane * 4) : make_uint2(0u, 0u);
+      }
+#pragma unroll
+      for (int b = 0; b < kQuantBatch; ++b) {
+        const int64_t g = g0 + b * kWarps; /* warp-uniform */
+        if (g >= groups) break;
+        const float4 v = scaled4(a, raw[b], wt);
+        const float s = dynamic_scale(warp_max(amax4(v)));
+        out[g * 32 + lane] = quant4(v, s);
+        if (lane == 0) a.xs[t * groups + g] = s;
+      }
     }
     return;
   }
@@ -84,12 +130,18 @@ __device__ __forceinline__ void quantize_token(const fp8moe_quantize_input_args&
     s = dynamic_scale(__uint_as_float(*a.amax));
     if (t == 0 && threadIdx.x == 0) a.xs[0] = s;
   } else {
-    float m = 0.0f;
-    for (int64_t i = threadIdx.x * 4; i < a.H; i += THREADS * 4) m = fmaxf(m, amax4(scaled4(a, t, i, wt)));
-    s = dynamic_scale(block_max<THREADS>(m));
+    s = dynamic_scale(block_max<THREADS>(thread_amax<THREADS>(a, t, wt)));
     if (threadIdx.x == 0) a.xs[t] = s;
   }
-  for (int64_t i = threadIdx.x * 4; i < a.H; i += THREADS * 4) out[i / 4] = quant4(scaled4(a, t, i, wt), s);
+  for (int64_t i0 = threadIdx.x * 4; i0 < a.H; i0 += kQuantBatch * THREADS * 4) {
+    uint2 raw[kQuantBatch];
+    load_pieces<THREADS>(a, t, i0, raw);
+#pragma unroll
+    for (int b = 0; b < kQuantBatch; ++b) {
+      const int64_t i = i0 + b * THREADS * 4;
+      if (i < a.H) out[i / 4] = quant4(scaled4(a, raw[b], wt), s);
+    }
+  }
 }
 
 }  // namespace fp8moe

@@ -25,10 +25,19 @@ template <int PL>
 constexpr int min_blocks() { return PL <= 8 ? 12 : 1; }
 
 template <int PL, bool kV1>
-__global__ void __launch_bounds__(kWarpsPerBlock * 32, min_blocks<PL>()) routing_kernel(fp8moe_routing_args a) {
+__global__ void __launch_bounds__(kWarpsPerBlock * 32, min_blocks<PL>()) routing_kernel(fp8moe_routing_args a,
+                                                                                      fp8moe_zero_args z) {
   extern __shared__ float gkey[];
   wait_prior(); /* plain launch: returns at once */
   allow_next(); /* the permutation (PDL) may be scheduled now; it waits for this grid before reading ids */
+  /* The run's scratch words, zeroed here rather than by memset nodes before this launch (a node each in the
+   * graph, in series): this grid starts after the previous run's last kernel has finished (plain launch), and
+   * every stage that reads them waits for this grid (griddepcontrol.wait). */
+  const int64_t gid = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const int64_t gstride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = gid; i < z.n_words; i += gstride) z.words[i] = 0u;
+  for (int64_t i = gid; i < z.n_rows; i += gstride) z.rows[i] = 0u;
+  if (z.status && gid == 0) *z.status = 0;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int64_t t = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + warp;
   if (t >= a.T) return;
@@ -38,30 +47,30 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32, min_blocks<PL>()) routing
 }
 
 template <int PL>
-cudaError_t launch(const fp8moe_routing_args& a, cudaStream_t stream) {
+cudaError_t launch(const fp8moe_routing_args& a, const fp8moe_zero_args& z, cudaStream_t stream) {
   const bool grouped = a.method == FP8MOE_ROUTING_DEEPSEEK_V3 && a.n_group > 1 && a.topk_group < a.n_group;
   const size_t smem = grouped ? static_cast<size_t>(kWarpsPerBlock) * a.E * sizeof(float) : 0;
   const unsigned blocks = static_cast<unsigned>((a.T + kWarpsPerBlock - 1) / kWarpsPerBlock);
   if (a.v1)
-    routing_kernel<PL, true><<<blocks, kWarpsPerBlock * 32, smem, stream>>>(a);
+    routing_kernel<PL, true><<<blocks, kWarpsPerBlock * 32, smem, stream>>>(a, z);
   else
-    routing_kernel<PL, false><<<blocks, kWarpsPerBlock * 32, smem, stream>>>(a);
+    routing_kernel<PL, false><<<blocks, kWarpsPerBlock * 32, smem, stream>>>(a, z);
   return cudaGetLastError();
 }
 
 }  // namespace
 }  // namespace fp8moe
 
-extern "C" int fp8moe_launch_routing(const fp8moe_routing_args* a, cudaStream_t stream) {
+extern "C" int fp8moe_launch_routing(const fp8moe_routing_args* a, const fp8moe_zero_args* z, cudaStream_t stream) {
   using namespace fp8moe;
   if (a->T == 0) return cudaSuccess;
   switch (lane_experts(a->E)) {
-    case 1: return static_cast<int>(launch<1>(*a, stream));
-    case 2: return static_cast<int>(launch<2>(*a, stream));
-    case 4: return static_cast<int>(launch<4>(*a, stream));
-    case 8: return static_cast<int>(launch<8>(*a, stream));
-    case 16: return static_cast<int>(launch<16>(*a, stream));
-    case 32: return static_cast<int>(launch<32>(*a, stream));
-    default: return static_cast<int>(launch<64>(*a, stream));
+    case 1: return static_cast<int>(launch<1>(*a, *z, stream));
+    case 2: return static_cast<int>(launch<2>(*a, *z, stream));
+    case 4: return static_cast<int>(launch<4>(*a, *z, stream));
+    case 8: return static_cast<int>(launch<8>(*a, *z, stream));
+    case 16: return static_cast<int>(launch<16>(*a, *z, stream));
+    case 32: return static_cast<int>(launch<32>(*a, *z, stream));
+    default: return static_cast<int>(launch<64>(*a, *z, stream));
   }
 }

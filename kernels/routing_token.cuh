@@ -110,11 +110,25 @@ __device__ __forceinline__ void merge_top2(float& b1, float& b2, float c1, float
 /* The group rounds of DeepSeek-V3's limiting, by one warp whose lane g < G holds group g's score: topk_group
  * rounds pick the lowest-index unpicked group when its score is NaN, else the largest non-NaN unpicked score
  * (ties to the lower index). Returns the mask of the groups left unpicked (bit g). Shared by limit_groups
- * (one warp per token) and route_token_team (routing_team.cuh), so both limit alike. */
+ * (one warp per token) and route_token_team (routing_team.cuh), so both limit alike.
+ * kRank: where no score is NaN (the usual case) the rounds pick the topk_group first groups of the order (score
+ * descending, index ascending) — float comparison orders non-NaN scores as order_word does, −0 tying +0 — so
+ * each lane counts the groups ahead of its own (G shuffles, no reduction chain) and one ballot gives the same
+ * mask: ~50 instructions at G = 8 against ~100 per round, 4 rounds, for DeepSeek-V3 (routing_kernel<8> SASS).
+ * With a NaN score (a +Inf and a −Inf key in one group's top two) the rounds run as before. */
+template <bool kRank = true>
 __device__ __forceinline__ uint32_t pick_groups(float score, int32_t G, int32_t topk_group, int lane) {
   const bool real = lane < G;
   const uint32_t nan_groups = __ballot_sync(0xffffffffu, real && isnan(score));
   const uint32_t all_groups = G >= 32 ? 0xffffffffu : ((1u << G) - 1u);
+  if (kRank && nan_groups == 0u) {
+    int32_t ahead = 0;
+    for (int32_t h = 0; h < G; ++h) {
+      const float other = __shfl_sync(0xffffffffu, score, h);
+      ahead += (other > score || (other == score && h < lane)) ? 1 : 0;
+    }
+    return all_groups & ~__ballot_sync(0xffffffffu, real && ahead < topk_group);
+  }
   uint32_t unpicked = all_groups;
   for (int32_t r = 0; r < topk_group && r < G; ++r) {
     const int first = __ffs(unpicked) - 1;
@@ -163,7 +177,7 @@ __device__ __forceinline__ void limit_groups(const fp8moe_routing_args& a, int l
   /* lane g (< G) takes group g's score from the group's first sub lane */
   const float mine = gs >= 2 ? b1 + b2 : b1;
   const float score = __shfl_sync(0xffffffffu, mine, (lane < G ? lane : 0) * sub);
-  const uint32_t unpicked = pick_groups(score, G, a.topk_group, lane);
+  const uint32_t unpicked = pick_groups<!kV1>(score, G, a.topk_group, lane);
   __syncwarp(); /* gkey is free for the next token */
   /* e / gs by one multiply-high instead of PL integer divisions (~30 instructions each, ~260 of the
    * DeepSeek-V3 path at PL = 8). M = ⌈2^32 / gs⌉, so M·gs = 2^32 + r with 0 ≤ r < gs; for e = q·gs + s

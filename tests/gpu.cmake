@@ -55,7 +55,9 @@ if(FP8MOE_WITH_CUDA AND TARGET fp8moe_test_ref)
   # The pair kernel's static item walk ("y": CTA b takes items b, b + grid, …, where the default claims them in
   # order from a counter in the workspace's scalar words; docs/GPU.md "Claimed items"): the large-M sweep on the
   # 128-row pairs ("y") and on the alternating 64-row items ("vy").
-  foreach(_variant y vy)
+  # And the pair items in 2-CTA clusters with W13 multicast (opt-in "e", docs/GPU.md "2-CTA pair clusters"), with
+  # claimed units ("e") and with the static walk ("ey").
+  foreach(_variant y vy e ey)
     add_test(NAME test_gpu_sweep_sm90_${_variant} COMMAND test_gpu_sweep --large)
     set_tests_properties(test_gpu_sweep_sm90_${_variant} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600 LABELS gpu
                          ENVIRONMENT "FP8MOE_LIBRARY=$<TARGET_FILE:fp8moe>;FP8MOE_CUDA_GEMM_FALLBACK=${_variant}")
@@ -99,6 +101,11 @@ if(FP8MOE_WITH_CUDA)
   # The stream GEMMs' unit-aligned CTA count (kernels/gemm/stream_split.h) on the host.
   fp8moe_add_test(NAME test_stream_split SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_stream_split.c TIMEOUT 60)
   target_include_directories(test_stream_split PRIVATE ${PROJECT_SOURCE_DIR}/kernels)
+  # The requantization's division through the scale's reciprocal (kernels/scale_div.h): the same e4m3 codes as x / s.
+  fp8moe_add_test(NAME test_scale_div SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_scale_div.c TIMEOUT 60)
+  target_include_directories(test_scale_div PRIVATE ${PROJECT_SOURCE_DIR}/kernels ${PROJECT_SOURCE_DIR}/src
+                             ${PROJECT_SOURCE_DIR}/abi)
+  target_link_libraries(test_scale_div PRIVATE m)
 endif()
 
 # Both permutation paths against a CPU stable counting sort, bit for bit (kernel-level: links the kernel

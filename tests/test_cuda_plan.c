@@ -267,7 +267,8 @@ static void sm90_variants(void) {
   unsetenv("FP8MOE_CUDA_GEMM_FALLBACK");
   EXPECT(variant_is(overlap, grouped, grouped) && clusters_are(0) &&
              fp8moe_cuda_plan_context_sm90_variant().gemm1_alternate == 1 &&
-             fp8moe_cuda_plan_context_sm90_variant().gemm1_claim == 1,
+             fp8moe_cuda_plan_context_sm90_variant().gemm1_claim == 1 &&
+             fp8moe_cuda_plan_context_sm90_variant().gemm1_pair_cluster == 0,
          "default: two-accumulator loop, both GEMMs grouped, one-CTA GEMMs, the alternating 64-row GEMM1, claimed "
          "pair-kernel items");
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "m", 1);
@@ -275,6 +276,13 @@ static void sm90_variants(void) {
          "FALLBACK=m: both GEMMs in 2-CTA clusters, nothing else changed");
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "mn", 1);
   EXPECT(clusters_are(0), "FALLBACK=mn: n wins, one-CTA GEMMs");
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "e", 1);
+  EXPECT(variant_is(overlap, grouped, grouped) && clusters_are(0) &&
+             fp8moe_cuda_plan_context_sm90_variant().gemm1_pair_cluster == 1 &&
+             fp8moe_cuda_plan_context_sm90_variant().gemm1_claim == 1,
+         "FALLBACK=e: the 128-row GEMM1 in 2-CTA clusters (claimed units), nothing else changed");
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "en", 1);
+  EXPECT(fp8moe_cuda_plan_context_sm90_variant().gemm1_pair_cluster == 0, "FALLBACK=en: n wins, one CTA per item");
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "12dpcstqruo", 1);
   EXPECT(clusters_are(0), "FALLBACK=12dpcstqruo: no clusters");
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "12dkjpcst", 1);
@@ -291,6 +299,7 @@ static void sm90_variants(void) {
          "FALLBACK=y: the pair kernel's static item walk, nothing else changed");
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "12dkjpcstgqruomn", 1);
   EXPECT(fp8moe_cuda_plan_context_sm90_variant().gemm1_claim == 1, "FALLBACK without y: claimed items");
+  EXPECT(fp8moe_cuda_plan_context_sm90_variant().gemm1_pair_cluster == 0, "FALLBACK without e: one CTA per pair item");
   EXPECT(fp8moe_cuda_plan_context_sm90_variant().stream_handoff == 1, "FALLBACK without h: the stream handoff");
   EXPECT(fp8moe_cuda_plan_context_sm90_variant().stream_pairs == 1,
          "FALLBACK without b: the stream units of two tiles");
@@ -885,6 +894,11 @@ static void gemm1_pairs(void) {
              fp8moe_cuda_plan_sm90_pair_group(1 << 20) == 4,
          "pair groups: deepseek-v3 %d, mixtral-8x7b %d", (int)fp8moe_cuda_plan_sm90_pair_group(7168),
          (int)fp8moe_cuda_plan_sm90_pair_group(4096));
+  /* In 2-CTA clusters even (a unit is two consecutive pairs). */
+  EXPECT(fp8moe_cuda_plan_sm90_cluster_pair_group(7168) == 8 && fp8moe_cuda_plan_sm90_cluster_pair_group(4096) == 16 &&
+             fp8moe_cuda_plan_sm90_cluster_pair_group(1 << 20) == 4,
+         "cluster pair groups: deepseek-v3 %d, mixtral-8x7b %d", (int)fp8moe_cuda_plan_sm90_cluster_pair_group(7168),
+         (int)fp8moe_cuda_plan_sm90_cluster_pair_group(4096));
 }
 
 /* The 128-row GEMM2 (opt-in: FP8MOE_CUDA_GEMM_FALLBACK "i"; docs/GPU.md "128-row GEMM2 items"): taken ahead

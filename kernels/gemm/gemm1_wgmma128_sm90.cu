@@ -34,6 +34,7 @@
  * in order from a zeroed counter instead of walking b, b + grid, …, so the CTAs that share a group's B slices
  * and A rows stay close in time and meet in L2; the producer tells the consumers each item through the item's
  * first stage (stage_item), and ends with a stage that carries item −1. */
+#include "scale_div.h"
 #include "sm90_pairs.cuh"
 
 namespace fp8moe {
@@ -76,6 +77,70 @@ __device__ __forceinline__ void end_claims(PairAddr sm, uint32_t it) {
   mbar_arrive_count(sm.full(s), kGatherArrivals + (threadIdx.x == 0 ? 1u : 0u));
 }
 
+/* CLUSTER (2-CTA clusters of pair items, docs/GPU.md "2-CTA pair clusters"): a unit of work is the item pair
+ * (2u, 2u + 1) of the grouped order; rank r computes item 2u + r, and past the last item rank 1 passes the
+ * stages of a shadow of item 2u (loaded, so that rank 0 still gets its multicast box, not computed). Where both
+ * items need the same B boxes (one column block, one expert: cluster_shares_b) each CTA's thread 0 loads box
+ * `rank` (gate rows for rank 0, up rows for rank 1) and multicasts it into both CTAs; otherwise each loads both.
+ * Either way a CTA's full barrier expects 32 KB, and its empty barrier counts its own 256 consumer threads and
+ * one arrival per consumer warp of the peer (consume_pair's PEERS), since either producer may write into both. */
+__device__ __forceinline__ bool cluster_shares_b(const fp8moe_gemm1_args& a, PairAddr sm, int32_t u, int32_t pairs,
+                                                 int32_t col_blocks) {
+  const int32_t items = pairs * col_blocks;
+  if (2 * u + 1 >= items) return true; /* the shadow: rank 1 loads what rank 0 does */
+  const fp8moe_sm90_item i0 = fp8moe_sm90_item_of(2 * u, pairs, col_blocks, a.item_order, a.item_group);
+  const fp8moe_sm90_item i1 = fp8moe_sm90_item_of(2 * u + 1, pairs, col_blocks, a.item_order, a.item_group);
+  const int32_t t0 = static_cast<int32_t>(sm.pair_first(i0.tile) & (kPairTwo - 1u));
+  const int32_t t1 = static_cast<int32_t>(sm.pair_first(i1.tile) & (kPairTwo - 1u));
+  return i0.col_block == i1.col_block && a.tile_expert[t0] == a.tile_expert[t1];
+}
+
+/* Claimed units in a cluster: rank 0's thread 0 claims for both CTAs and hands each claim to rank 1 (one slot,
+ * a full/empty barrier pair at cluster scope: the slot is a plain store into the peer's shared memory, so its
+ * release and acquire must reach the peer; once per unit, off the stages' path). */
+__device__ __forceinline__ void st_peer_s32(uint32_t addr, uint32_t peer, int32_t v) {
+  asm volatile(
+      "{\n.reg .b32 ra;\n"
+      "mapa.shared::cluster.u32 ra, %0, %1;\n"
+      "st.shared::cluster.s32 [ra], %2;\n"
+      "}\n" ::"r"(addr),
+      "r"(peer), "r"(v)
+      : "memory");
+}
+__device__ __forceinline__ void mbar_arrive_peer_release(uint32_t b, uint32_t peer) {
+  asm volatile(
+      "{\n.reg .b32 ra;\n"
+      "mapa.shared::cluster.u32 ra, %0, %1;\n"
+      "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra];\n"
+      "}\n" ::"r"(b),
+      "r"(peer)
+      : "memory");
+}
+__device__ __forceinline__ void mbar_wait_acquire_cluster(uint32_t b, uint32_t parity) {
+  asm volatile(
+      "{\n.reg .pred done;\n"
+      "WAIT:\n"
+      "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra WAIT;\n"
+      "}\n" ::"r"(b),
+      "r"(parity)
+      : "memory");
+}
+/* Thread 0 of each producer warpgroup, after the unit's stages (k: the CTA's unit count so far): rank 0 sends its
+ * claim `next` once rank 1 has read the previous one; rank 1 receives it and frees the slot. */
+__device__ __forceinline__ int32_t exchange_claim(PairAddr sm, uint32_t rank, uint32_t k, int32_t next) {
+  if (rank == 0) {
+    mbar_wait_acquire_cluster(sm.claim_empty(), (k & 1u) ^ 1u);
+    st_peer_s32(sm.peer_claim(), 1u, next);
+    mbar_arrive_peer_release(sm.claim_full(), 1u);
+    return next;
+  }
+  mbar_wait_acquire_cluster(sm.claim_full(), k & 1u);
+  const int32_t v = ld_shared_s32(sm.peer_claim());
+  mbar_arrive_peer_release(sm.claim_empty(), 0u);
+  return v;
+}
+
 /* Producer warpgroup: thread p copies 16-byte chunk p % 8 of rows p / 8 + 16i (i < 8) of the pair's 128 rows
  * (rows 64.. into the second A tile); the rows of a missing second tile and padding rows are zero-filled.
  * Thread 0 loads both B boxes. BLOCK: the stage's block scales go to shared memory with it (thread p the
@@ -84,10 +149,13 @@ __device__ __forceinline__ void end_claims(PairAddr sm, uint32_t it) {
  * no scale addresses in their registers. Each thread's share of the stage's full barrier completes when its
  * copies land (publish_gathered; its plain arrive's release also covers the shared-memory stores), as
  * gemm1_wgmma_sm90.cu. */
-template <bool BLOCK, bool F32, bool ALT>
+template <bool BLOCK, bool F32, bool ALT, bool CLUSTER>
 __device__ __forceinline__ void produce_pairs(const fp8moe_gemm1_args& a, const CUtensorMap& map_w, PairAddr sm,
                                               int kblocks) {
+  static_assert(!(ALT && CLUSTER), "clusters of pair items only");
   constexpr int kRowSets = ALT ? 4 : 8; /* rows rb + 16i gathered per stage: one tile or two */
+  constexpr int32_t kPeers = CLUSTER ? 2 : 1;
+  const uint32_t rank = CLUSTER ? cluster_ctarank() : 0u;
   const int p = threadIdx.x, c = p & 7, rb = p >> 3;
   /* This thread's chunk in row rb of a tile, in the 128-byte swizzle (row % 8 is rb % 8 for every i). */
   const uint32_t dst0 = static_cast<uint32_t>(rb * kBK + ((c ^ (rb & 7)) << 4));
@@ -95,18 +163,27 @@ __device__ __forceinline__ void produce_pairs(const fp8moe_gemm1_args& a, const 
   uint32_t it = 0;
   const bool claimed = a.item_counter != nullptr;
   /* pairs and items are re-read from shared memory per item rather than kept live across the K loop */
-  int32_t w = static_cast<int32_t>(blockIdx.x);
+  int32_t w = static_cast<int32_t>(blockIdx.x) / kPeers; /* the item, or the cluster's unit (gridDim.x / 2 clusters) */
   for (uint32_t k = 0;; ++k) {
     const int32_t pairs = ALT ? *a.num_tiles : ld_shared_s32(sm.num_pairs()), col_blocks = a.I / kBN;
-    if (w >= pairs * col_blocks) {
+    if (w >= (CLUSTER ? (pairs * col_blocks + 1) / 2 : pairs * col_blocks)) {
       if (claimed) end_claims(sm, it);
       break;
     }
-    /* Claimed items: the CTA's next item, asked for one item ahead so the atomic's latency hides under this
-     * item's stages (the first wave takes items 0 .. grid − 1 without asking). */
+    /* Claimed items: the CTA's next item (cluster: rank 0's, the unit), asked for one item ahead so the
+     * atomic's latency hides under this item's stages (the first wave takes the first gridDim.x / kPeers
+     * without asking). */
     int32_t next = 0;
-    if (claimed && p == 0) next = static_cast<int32_t>(gridDim.x + atomicAdd(a.item_counter, 1u));
-    const fp8moe_sm90_item item = fp8moe_sm90_item_of(w, pairs, col_blocks, a.item_order, a.item_group);
+    if (claimed && p == 0 && rank == 0)
+      next = static_cast<int32_t>(gridDim.x / kPeers + atomicAdd(a.item_counter, 1u));
+    int32_t wi = w; /* this CTA's item */
+    bool share = false;
+    if (CLUSTER) {
+      wi = kPeers * w + static_cast<int32_t>(rank) < pairs * col_blocks ? kPeers * w + static_cast<int32_t>(rank)
+                                                                          : kPeers * w;
+      if (p == 0) share = cluster_shares_b(a, sm, w, pairs, col_blocks);
+    }
+    const fp8moe_sm90_item item = fp8moe_sm90_item_of(wi, pairs, col_blocks, a.item_order, a.item_group);
     const uint32_t pf = ALT ? 0u : sm.pair_first(item.tile);
     const int32_t tile0 = ALT ? item.tile : static_cast<int32_t>(pf & (kPairTwo - 1u));
     const bool two = !ALT && (pf & kPairTwo) != 0;
@@ -134,8 +211,13 @@ __device__ __forceinline__ void produce_pairs(const fp8moe_gemm1_args& a, const 
       if (p == 0) {
         if (claimed && kb == 0) st_shared_s32(sm.stage_item(s), w); /* released by the arrive below */
         mbar_arrive_expect_tx(sm.full(s), 2 * kBTileBytes);
-        tma_load_3d(sm.b(s, 0), &map_w, sm.full(s), kb * kBK, gate_row, e);
-        tma_load_3d(sm.b(s, 1), &map_w, sm.full(s), kb * kBK, up_row, e);
+        if (CLUSTER && share) {
+          tma_load_3d_multicast(sm.b(s, static_cast<int>(rank)), &map_w, sm.full(s), kb * kBK,
+                                rank == 0 ? gate_row : up_row, e, static_cast<uint16_t>(0x3));
+        } else {
+          tma_load_3d(sm.b(s, 0), &map_w, sm.full(s), kb * kBK, gate_row, e);
+          tma_load_3d(sm.b(s, 1), &map_w, sm.full(s), kb * kBK, up_row, e);
+        }
       }
       const uint32_t dst = sm.a(s, 0) + dst0;
       const uint8_t* x_off = a.x + (c * 16 + kb * kBK);
@@ -164,11 +246,12 @@ __device__ __forceinline__ void produce_pairs(const fp8moe_gemm1_args& a, const 
       publish_gathered(sm.full(s));
     }
     if (claimed) { /* thread 0's claim to the warpgroup; two slots, so a slot is rewritten only after all read it */
+      if (CLUSTER && p == 0) next = exchange_claim(sm, rank, k, next);
       if (p == 0) st_shared_s32(sm.claim(k), next);
       producer_sync();
       w = ld_shared_s32(sm.claim(k));
     } else {
-      w += static_cast<int32_t>(gridDim.x);
+      w += static_cast<int32_t>(gridDim.x) / kPeers;
     }
   }
   cp_async_wait_all(); /* as gemm1_wgmma_sm90.cu */
@@ -176,20 +259,31 @@ __device__ __forceinline__ void produce_pairs(const fp8moe_gemm1_args& a, const 
 
 #endif
 
-template <int SCALE, bool F32, bool ALT>
+template <int SCALE, bool F32, bool ALT, bool CLUSTER = false>
 __global__ void __launch_bounds__(kThreads, 1)
     gemm1_wgmma128_kernel(const __grid_constant__ fp8moe_gemm1_args a, const __grid_constant__ CUtensorMap map_w) {
 #if FP8MOE_SM90A
+  constexpr int32_t kPeers = CLUSTER ? 2 : 1;
   extern __shared__ uint8_t smem_raw[];
-  /* the TMA issuer's expect_tx + every gathering producer thread; ALT: one warpgroup reads each stage */
-  init_pair_barriers(smem_raw, 1 + 128 * kGatherArrivals, ALT ? 128u : static_cast<uint32_t>(kConsumers));
+  /* the TMA issuer's expect_tx + every gathering producer thread; ALT: one warpgroup reads each stage; CLUSTER:
+   * also one arrival per consumer warp of the peer */
+  init_pair_barriers(smem_raw, 1 + 128 * kGatherArrivals,
+                     ALT ? 128u : static_cast<uint32_t>(kConsumers + (CLUSTER ? kConsumers / 32 : 0)));
+  if (CLUSTER && threadIdx.x == 0) {
+    PairSmem& sm = pair_smem_of(smem_raw);
+    mbar_init(&sm.claim_full, 1);
+    mbar_init(&sm.claim_empty, 1);
+    mbar_init_fence();
+  }
   /* Nothing is computed before the split: ptxas budgets code before setmaxnreg.dec at the producers' 40
    * registers, and values live across it were spilled. */
-  __syncthreads(); /* the barriers are initialized */
+  if (CLUSTER) cluster_sync_all(); /* both CTAs' barriers are initialized before either multicasts or arrives */
+  else __syncthreads(); /* the barriers are initialized */
   if (threadIdx.x < 128) {
     setmaxnreg_dec<kProducerRegs>();
     if (!ALT) wait_pairs(pair_addr_of(smem_raw)); /* the consumers built the pair list */
-    produce_pairs<SCALE == FP8MOE_SCALE_BLOCK, F32, ALT>(a, map_w, pair_addr_of(smem_raw), a.H / kBK);
+    produce_pairs<SCALE == FP8MOE_SCALE_BLOCK, F32, ALT, CLUSTER>(a, map_w, pair_addr_of(smem_raw), a.H / kBK);
+    if (CLUSTER) cluster_sync_all(); /* neither CTA exits while its peer may multicast into it or arrive on it */
     return;
   }
   setmaxnreg_inc<kConsumerRegs>();
@@ -211,10 +305,12 @@ __global__ void __launch_bounds__(kThreads, 1)
   auto hand_turn = [&] {
     if (threadIdx.x % 32 == 0) mbar_arrive(sp.turn(1 - wg));
   };
-  for (int32_t ws = static_cast<int32_t>(blockIdx.x);; ws += claimed ? 0 : static_cast<int32_t>(gridDim.x)) {
+  /* CLUSTER: ws walks the cluster's units of two items (gridDim.x / 2 clusters) */
+  for (int32_t ws = static_cast<int32_t>(blockIdx.x) / kPeers;;
+       ws += claimed ? 0 : static_cast<int32_t>(gridDim.x) / kPeers) {
     const int32_t pairs = ALT ? *a.num_tiles : ld_shared_s32(sp.num_pairs()), col_blocks = a.I / kBN;
     /* static items (b, b + grid, …): w = ws, items ≤ max_tiles · col_blocks < 2^31 (the launcher checks) */
-    if (!claimed && ws >= pairs * col_blocks) break;
+    if (!claimed && ws >= (CLUSTER ? (pairs * col_blocks + 1) / 2 : pairs * col_blocks)) break;
     if (ALT) {
       const uint32_t owner = turns & 1u; /* the CTA's item k: warpgroup k % 2 computes it */
       const bool later = (turns & 2u) != 0; /* k > 0 */
@@ -248,17 +344,41 @@ __global__ void __launch_bounds__(kThreads, 1)
         break;
       }
     }
+    if (CLUSTER) { /* w is the unit: this CTA's item, or past the last item the shadow, which only passes */
+      w = kPeers * w + static_cast<int32_t>(cluster_ctarank());
+      if (w >= pairs * col_blocks) {
+        pass_stages<kPeers>(sp, kblocks, it);
+        continue;
+      }
+    }
     const fp8moe_sm90_item item = fp8moe_sm90_item_of(w, pairs, col_blocks, a.item_order, a.item_group);
     const uint32_t pf = ALT ? 0u : sp.pair_first(item.tile);
     const int32_t tile0 = ALT ? item.tile : static_cast<int32_t>(pf & (kPairTwo - 1u));
     if (!ALT && wg == 1 && (pf & kPairTwo) == 0) { /* warpgroup-uniform: a single pair has no rows for warpgroup 1 */
-      pass_stages(sp, kblocks, it);
+      pass_stages<kPeers>(sp, kblocks, it);
       continue;
     }
     float acc_g[64], acc_u[64];
     const int tid = static_cast<int>(threadIdx.x);
     const int r0 = 16 * (tid % 128 / 32) + tid % 32 / 4;
     const int ha = ALT ? 0 : wg; /* this warpgroup's A tile in the stage */
+    /* The epilogue's per-item scalars, read before the main loop so their dependent global loads (the tile's
+     * expert, then its weight scale; the rows' slots, then the token scales and weights) complete under it
+     * instead of at the item's end, where both warpgroups would wait for them with the tensor cores idle
+     * (docs/GPU.md "What the pair main loop is not limited by"). Five registers across the loop; ptxas -v
+     * shows whether they fit beside the 192 accumulator and partial registers. */
+    const int32_t e = a.tile_expert[tile0];
+    const int64_t row0 = static_cast<int64_t>(tile0 + ha) * kBM;
+    float sxw = 0.0f, sx[2] = {0.0f, 0.0f}, tw[2] = {1.0f, 1.0f};
+    if (SCALE == FP8MOE_SCALE_TENSOR) sxw = kref_at(a.x_scale, 0) * kref_at(a.w_scale, e);
+    if (SCALE == FP8MOE_SCALE_ROW || a.token_weight) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int32_t slot = a.sorted_slots[row0 + r0 + 8 * h];
+        if (SCALE == FP8MOE_SCALE_ROW) sx[h] = slot >= 0 ? kref_at(a.x_scale, slot / a.K) : 0.0f;
+        if (a.token_weight && slot >= 0) tw[h] = a.token_weight[slot];
+      }
+    }
     /* BLOCK: staged with the stage by the producer: the thread's rows r0 and r0 + 8, gate and up */
     auto scales = [&](uint32_t s, int, float& c0, float& c1, float& cg, float& cu) {
       c0 = ld_shared_f32(sp.row_scale(s, kBM * ha + r0));
@@ -266,7 +386,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       cg = ld_shared_f32(sp.w_scale(s, 0));
       cu = ld_shared_f32(sp.w_scale(s, 1));
     };
-    consume_pair<SCALE == FP8MOE_SCALE_BLOCK, true, true>(sp, ha, kblocks, it, acc_g, acc_u, scales);
+    consume_pair<SCALE == FP8MOE_SCALE_BLOCK, true, true, kPeers>(sp, ha, kblocks, it, acc_g, acc_u, scales);
     /* every warp's full waits are done: the other's turn (per warp, so none of this warpgroup can still be short
      * of its own turn wait when the other warpgroup hands back) */
     if (ALT) hand_turn();
@@ -274,25 +394,10 @@ __global__ void __launch_bounds__(kThreads, 1)
     const int g = lane / 4, t = lane % 4;
     const int rr[2] = {16 * q + g, 16 * q + g + 8};
     const int32_t n0 = item.col_block * kBN;
-    const int32_t e = a.tile_expert[tile0];
-    const int64_t row0 = static_cast<int64_t>(tile0 + ha) * kBM;
-    int32_t tok[2];
-    float tw[2];
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int32_t slot = a.sorted_slots[row0 + rr[h]];
-      tok[h] = slot >= 0 ? slot / a.K : -1;
-      tw[h] = (a.token_weight && slot >= 0) ? a.token_weight[slot] : 1.0f;
-    }
     const int32_t nrow_g = (a.gate_first ? 0 : a.I) + n0, nrow_u = (a.gate_first ? a.I : 0) + n0;
 
     /* Epilogue in registers: the same operations per element as gemm1_wgmma_sm90.cu (dequantization, token
      * weight, activation), the activated value kept in acc_g. */
-    float sxw = 0.0f, sx[2] = {0.0f, 0.0f};
-    if (SCALE == FP8MOE_SCALE_TENSOR) sxw = kref_at(a.x_scale, 0) * kref_at(a.w_scale, e);
-    if (SCALE == FP8MOE_SCALE_ROW)
-#pragma unroll
-      for (int h = 0; h < 2; ++h) sx[h] = tok[h] >= 0 ? kref_at(a.x_scale, tok[h]) : 0.0f;
     float m[2] = {0.0f, 0.0f};
     /* The activation is chosen once per item, outside the 64-element loop (ACT is a compile-time constant in each
      * copy): one loop body per activation instead of both inlined per element behind a branch, half the
@@ -328,31 +433,44 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
     const int64_t grow[2] = {row0 + rr[0], row0 + rr[1]};
     if (a.requant == FP8MOE_REQ_FUSED_GROUP || a.requant == FP8MOE_REQ_FUSED_STATIC) {
-      float s[2];
+      float s[2], r[2];
+      bool fast = true;
 #pragma unroll
-      for (int h = 0; h < 2; ++h) s[h] = a.requant == FP8MOE_REQ_FUSED_GROUP ? dynamic_scale(m[h]) : kref_at(a.a2_static, 0);
+      for (int h = 0; h < 2; ++h) {
+        s[h] = a.requant == FP8MOE_REQ_FUSED_GROUP ? dynamic_scale(m[h]) : kref_at(a.a2_static, 0);
+        r[h] = __frcp_rn(s[h]);
+        fast = fast && fp8moe_scale_div_fast_ok(s[h]);
+      }
+      /* one path per warp: the stores below shuffle across the quad (scales differ per row under FUSED_GROUP) */
+      fast = __all_sync(0xffffffffu, fast);
       /* 8-byte stores: the quad's 4 lanes hold 2 codes each of every 8-column chunk; per 4 chunks two shuffles
-       * transpose them so lane t stores chunk t's 8 codes (one 32-byte sector per row per warp instruction). */
+       * transpose them so lane t stores chunk t's 8 codes (one 32-byte sector per row per warp instruction). The
+       * e4m3 codes of x / s come by the reciprocal and one correction where the scales allow it (scale_div.h: the
+       * same codes), else by IEEE division; one loop each, so no element tests which. */
       const bool hi = (t & 2) != 0, odd = (t & 1) != 0;
       const uint32_t sel2 = odd ? 0x5410u : 0x7632u;
       const uint32_t sel_w0 = odd ? 0x3254u : 0x5410u, sel_w1 = odd ? 0x3276u : 0x7610u;
+      auto store = [&](auto quotient) {
 #pragma unroll
-      for (int h = 0; h < 2; ++h)
+        for (int h = 0; h < 2; ++h)
 #pragma unroll
-        for (int jj = 0; jj < 4; ++jj) {
-          uint32_t v[4];
+          for (int jj = 0; jj < 4; ++jj) {
+            uint32_t v[4];
 #pragma unroll
-          for (int k = 0; k < 4; ++k) {
-            const int i = 4 * (4 * jj + k) + 2 * h;
-            v[k] = e4m3x2(acc_g[i] / s[h], acc_g[i + 1] / s[h]);
+            for (int k = 0; k < 4; ++k) {
+              const int i = 4 * (4 * jj + k) + 2 * h;
+              v[k] = e4m3x2(quotient(acc_g[i], h), quotient(acc_g[i + 1], h));
+            }
+            const uint32_t A = v[0] | (v[1] << 16), Bw = v[2] | (v[3] << 16);
+            const uint32_t r1 = __shfl_xor_sync(0xffffffffu, hi ? A : Bw, 2);
+            const uint32_t lo_src = hi ? r1 : A, hi_src = hi ? Bw : r1;
+            const uint32_t r2 = __shfl_xor_sync(0xffffffffu, __byte_perm(lo_src, hi_src, sel2), 1);
+            const uint2 w = make_uint2(__byte_perm(lo_src, r2, sel_w0), __byte_perm(hi_src, r2, sel_w1));
+            *reinterpret_cast<uint2*>(a.a2q + grow[h] * a.I + n0 + 8 * (4 * jj + t)) = w;
           }
-          const uint32_t A = v[0] | (v[1] << 16), Bw = v[2] | (v[3] << 16);
-          const uint32_t r1 = __shfl_xor_sync(0xffffffffu, hi ? A : Bw, 2);
-          const uint32_t lo_src = hi ? r1 : A, hi_src = hi ? Bw : r1;
-          const uint32_t r2 = __shfl_xor_sync(0xffffffffu, __byte_perm(lo_src, hi_src, sel2), 1);
-          const uint2 w = make_uint2(__byte_perm(lo_src, r2, sel_w0), __byte_perm(hi_src, r2, sel_w1));
-          *reinterpret_cast<uint2*>(a.a2q + grow[h] * a.I + n0 + 8 * (4 * jj + t)) = w;
-        }
+      };
+      if (fast) store([&](float x, int h) { return fp8moe_scale_div(x, s[h], r[h]); });
+      else store([&](float x, int h) { return x / s[h]; });
       if (a.requant == FP8MOE_REQ_FUSED_GROUP && t == 0)
 #pragma unroll
         for (int h = 0; h < 2; ++h) a.a2s[grow[h] * (a.I / kBN) + n0 / kBN] = s[h];
@@ -376,6 +494,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       }
     }
   }
+  if (CLUSTER) cluster_sync_all(); /* the producers' counterpart: no CTA exits while its peer may still arrive */
 #elif defined(__CUDA_ARCH__)
   (void)a;
   (void)map_w;
@@ -385,9 +504,16 @@ __global__ void __launch_bounds__(kThreads, 1)
 
 using Kernel = void (*)(fp8moe_gemm1_args, CUtensorMap);
 
+/* max_clusters > 0 (pair items only): the cluster kernel on 2 × min(units, max_clusters) CTAs. */
 template <int SCALE, bool F32 = false>
 cudaError_t launch(const fp8moe_gemm1_args& a, const CUtensorMap& mw, cudaStream_t stream) {
   const int64_t items = (a.alternate ? a.max_tiles : max_pairs(a.max_tiles, a.E_local)) * (a.I / kBN);
+  if (!a.alternate && a.max_clusters > 0) {
+    const int64_t units = (items + 1) / 2;
+    const ClusterConfig c(dim3(static_cast<unsigned>(2 * (units < a.max_clusters ? units : a.max_clusters))), stream,
+                          kPairSmemBytes);
+    return cudaLaunchKernelEx(&c.cfg, gemm1_wgmma128_kernel<SCALE, F32, false, true>, a, mw);
+  }
   const int64_t ctas_max = a.max_ctas / FP8MOE_GEMM1_CTAS_PER_SM;
   const int64_t grid = items < ctas_max ? items : ctas_max;
   const dim3 g(static_cast<unsigned>(grid));
@@ -404,6 +530,11 @@ cudaError_t raise_smem() {
     e = cudaFuncSetAttribute(gemm1_wgmma128_kernel<SCALE, F32, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              static_cast<int>(kPairSmemBytes));
   return e;
+}
+template <int SCALE, bool F32>
+cudaError_t raise_cluster_smem() {
+  return cudaFuncSetAttribute(gemm1_wgmma128_kernel<SCALE, F32, false, true>,
+                              cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kPairSmemBytes));
 }
 
 }  // namespace
@@ -444,4 +575,17 @@ extern "C" int fp8moe_launch_gemm1_sm90_pairs(const fp8moe_gemm1_args* a, cudaSt
 extern "C" int fp8moe_prepare_gemm1_sm90_pairs_smem(void) {
   using namespace fp8moe::sm90;
   return static_cast<int>(for_each_scale_kind([](auto k) { return raise_smem<decltype(k)::scale, decltype(k)::f32>(); }));
+}
+
+/* The cluster pair kernel's shared-memory limit raised, then the most of its 2-CTA clusters resident at once
+ * (resident_clusters). Called only where the variant asks for the clusters ("e"), so the default context makes
+ * no call for them. */
+extern "C" int fp8moe_prepare_gemm1_sm90_pair_clusters(int32_t sm_count, int32_t* clusters) {
+  using namespace fp8moe::sm90;
+  *clusters = 0;
+  const cudaError_t e =
+      for_each_scale_kind([](auto k) { return raise_cluster_smem<decltype(k)::scale, decltype(k)::f32>(); });
+  if (e != cudaSuccess) return static_cast<int>(e);
+  return resident_clusters(gemm1_wgmma128_kernel<FP8MOE_SCALE_TENSOR, false, false, true>, sm_count, clusters,
+                           kPairSmemBytes);
 }

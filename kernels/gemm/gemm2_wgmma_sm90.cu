@@ -127,10 +127,26 @@ __global__ void __launch_bounds__(kThreads, 1)
        * folds (promote_stage_folded): read as 0 (its a2q row is 0 and nothing of it is stored), so a warp that
        * mixes real and padding rows stays on the folded path. */
       auto sa = [&](int h, int kb) { return slot[h] >= 0 ? scale_at<F32>(a.a2_scale, row0 + rr[h], kb, 0) : 0.0f; };
-      auto sb = [&](int kb) { return scale_at<F32>(a.w_scale, e, nb / kBN, kb); };
+      /* BLOCK: the warpgroup's weight-block scales of K-blocks 32j … 32j + 31 one per lane (wreg), loaded before the
+       * main loop and every 32 stages, each stage's taken by a shuffle. Loaded per stage from its warp-uniform
+       * address, ptxas moved each value into a uniform register right after its load (R2UR), so every stage waited
+       * there for an L1/L2 round trip before its promotion (docs/GPU.md "GEMM2's weight-block scale"). */
+      float wreg = 0.0f;
+      auto load_w = [&](int kb0) {
+        const int k = kb0 + lane;
+        wreg = k < kblocks ? scale_at<F32>(a.w_scale, e, nb / kBN, k) : 0.0f;
+      };
+      if (SCALE == FP8MOE_SCALE_BLOCK) load_w(0);
+      auto sb = [&](int kb) {
+        if ((kb & 31) == 0 && kb > 0) load_w(kb);
+        return __shfl_sync(0xffffffffu, wreg, kb & 31);
+      };
+      /* The epilogue's scales too (TENSOR one register, ROW two, BLOCK none): their loads complete under the
+       * main loop instead of at the item's end (docs/GPU.md "What the pair main loop is not limited by"). */
+      const YScales ys = y_scales<SCALE>(a, e, row0 + rr[0], row0 + rr[1]);
       consume<LOOP, SCALE == FP8MOE_SCALE_BLOCK, kPeers, false>(sm, wg, kblocks, it, acc, sa, sb);
 
-      store_y_box_staged<SCALE, F32>(a, acc, e, nb, t, y_scales<SCALE>(a, e, row0 + rr[0], row0 + rr[1]), slot,
+      store_y_box_staged<SCALE, F32>(a, acc, e, nb, t, ys, slot,
                                      saddr(&sm.epi[0][0]) + static_cast<uint32_t>(wg) * kYStageBytes, wg, q, lane);
     }
   }

@@ -43,6 +43,12 @@ struct PairSmem {
   int32_t warp_count[kPairWarps];             /* the pair list's compaction, per warp */
   uint16_t pair_first[FP8MOE_GEMM1_PAIR_MAX_TILES]; /* first tile | kPairTwo */
   int16_t first_tile[FP8MOE_GEMM1_PAIR_MAX_EXPERTS]; /* first tile of each expert that has one */
+  /* GEMM1's 2-CTA clusters with claimed units (last, so the fields above keep their offsets in every kernel):
+   * rank 0's producer hands each unit it claims to rank 1 through peer_claim (claim_full in rank 1, one arrival
+   * by rank 0; claim_empty in rank 0, one arrival by rank 1 once it has read the slot) */
+  uint64_t claim_full;
+  uint64_t claim_empty;
+  int32_t peer_claim;
 };
 constexpr size_t kPairSmemBytes = sizeof(PairSmem) + 1024; /* + slack to align the dynamic buffer to 1024 */
 static_assert(kPairSmemBytes <= 227u * 1024u, "within Hopper's 227 KB of dynamic shared memory per block");
@@ -100,6 +106,15 @@ struct PairAddr {
   __device__ __forceinline__ uint32_t done(int wg) const {
     return base + static_cast<uint32_t>(offsetof(PairSmem, done)) + 4u * static_cast<uint32_t>(wg);
   }
+  __device__ __forceinline__ uint32_t claim_full() const {
+    return base + static_cast<uint32_t>(offsetof(PairSmem, claim_full));
+  }
+  __device__ __forceinline__ uint32_t claim_empty() const {
+    return base + static_cast<uint32_t>(offsetof(PairSmem, claim_empty));
+  }
+  __device__ __forceinline__ uint32_t peer_claim() const {
+    return base + static_cast<uint32_t>(offsetof(PairSmem, peer_claim));
+  }
   __device__ __forceinline__ uint32_t num_pairs() const {
     return base + static_cast<uint32_t>(offsetof(PairSmem, num_pairs));
   }
@@ -131,6 +146,23 @@ __device__ __forceinline__ void st_shared_f32(uint32_t addr, float v) {
 __device__ __forceinline__ void st_shared_s32(uint32_t addr, int32_t v) {
   asm volatile("st.shared.s32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
 }
+/* 2-CTA clusters (GEMM1's cluster pairs): an arrive by lane 0 of the warp on the mbarrier at the same offset in
+ * cluster CTA `peer`, predicated inside the asm (a divergent branch between a wgmma's issue and its wait makes
+ * ptxas serialize the loop's wgmmas: docs/GPU.md "2-CTA clusters"). Default .release.cta semantics, as
+ * mbar_arrive_cluster (wgmma_sm90.cuh): the peer's barrier guards only the B boxes its producer multicasts into
+ * this CTA, which the async proxy wrote and this warp's wgmmas have finished reading when it arrives. */
+__device__ __forceinline__ void mbar_arrive_peer_lane0(uint32_t b, uint32_t peer) {
+  asm volatile(
+      "{\n.reg .b32 ra, lane;\n.reg .pred p;\n"
+      "mov.u32 lane, %%laneid;\n"
+      "setp.eq.u32 p, lane, 0;\n"
+      "mapa.shared::cluster.u32 ra, %0, %1;\n"
+      "@p mbarrier.arrive.shared::cluster.b64 _, [ra];\n"
+      "}\n" ::"r"(b),
+      "r"(peer)
+      : "memory");
+}
+
 /* Named barrier among the producer warpgroup's 128 threads (id 4: 0 is __syncthreads, 1 the consumers'). */
 __device__ __forceinline__ void producer_sync() { asm volatile("bar.sync 4, 128;\n" ::: "memory"); }
 
@@ -217,11 +249,14 @@ __device__ __forceinline__ Pair pair_of(PairAddr sm, int32_t pair) {
  * chain"). The last stage waits on itself again (complete, so at once) rather than branching: every control-flow
  * merge then has the same wgmma groups in flight (none at the loop head), so ptxas keeps the wgmmas async; and it
  * never waits on a stage of the next item (GEMM1's alternating items give that to the other warpgroup). Stage
- * kb + 1 is waited for before stage kb is released: a different slot, filled without kb's release (kStages ≥ 2). */
-template <bool BLOCK, bool STAGED, bool GATHERED, class Scales>
+ * kb + 1 is waited for before stage kb is released: a different slot, filled without kb's release (kStages ≥ 2).
+ * PEERS = 2 (GEMM1's 2-CTA pair clusters): lane 0 of each warp also releases the stage in the peer CTA, whose
+ * producer may multicast a B box into this CTA's copy of it. */
+template <bool BLOCK, bool STAGED, bool GATHERED, int PEERS = 1, class Scales>
 __device__ __forceinline__ void consume_pair(PairAddr sm, int wg, int kblocks, uint32_t& it, float (&acc0)[64],
                                              float (&acc1)[64], Scales scales) {
   constexpr bool kEarly = STAGED || !BLOCK;
+  const uint32_t peer = PEERS > 1 ? cluster_ctarank() ^ 1u : 0u;
   float p[64];
 #pragma unroll
   for (int i = 0; i < 64; ++i) acc0[i] = acc1[i] = 0.0f;
@@ -261,6 +296,7 @@ __device__ __forceinline__ void consume_pair(PairAddr sm, int wg, int kblocks, u
     wgmma_wait<0>();
     fence_regs(p);
     mbar_arrive(sm.empty(s)); /* both products of this warpgroup are done with the stage */
+    if (PEERS > 1) mbar_arrive_peer_lane0(sm.empty(s), peer); /* the peer may multicast into this stage's B */
     promote_stage_fold_if<BLOCK>(acc1, p, c0, c1, cw1, fold);
   }
   it += static_cast<uint32_t>(kblocks);
@@ -268,14 +304,17 @@ __device__ __forceinline__ void consume_pair(PairAddr sm, int wg, int kblocks, u
 
 /* The second consumer warpgroup of a single pair (no second tile): nothing to compute, but it passes every
  * stage (waits for it to land, so its arrival counts toward this use of the stage, then releases it), keeping
- * the empty barrier's 256 arrivals per phase exact. */
+ * the empty barrier's 256 arrivals per phase exact (PEERS = 2: and the peer's, as consume_pair). */
+template <int PEERS = 1>
 __device__ __forceinline__ void pass_stages(PairAddr sm, int kblocks, uint32_t& it) {
+  const uint32_t peer = PEERS > 1 ? cluster_ctarank() ^ 1u : 0u;
 #pragma unroll 1
   for (int kb = 0; kb < kblocks; ++kb) {
     const uint32_t pos = it + static_cast<uint32_t>(kb);
     const uint32_t s = pos % kStages;
     mbar_wait(sm.full(s), (pos / kStages) & 1u);
     mbar_arrive(sm.empty(s));
+    if (PEERS > 1) mbar_arrive_peer_lane0(sm.empty(s), peer);
   }
   it += static_cast<uint32_t>(kblocks);
 }

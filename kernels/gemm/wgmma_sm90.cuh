@@ -205,13 +205,17 @@ __device__ __forceinline__ void tma_load_3d(void* dst, const CUtensorMap* map, u
 
 /* One 3-D box written to the same shared-memory offset of every CTA in cta_mask (bit i: cluster rank i); the
  * bytes complete the transaction count of the mbarrier at the same offset in each of those CTAs. */
-__device__ __forceinline__ void tma_load_3d_multicast(void* dst, const CUtensorMap* map, uint64_t* bar, int32_t c0,
+__device__ __forceinline__ void tma_load_3d_multicast(uint32_t dst, const CUtensorMap* map, uint32_t bar, int32_t c0,
                                                       int32_t c1, int32_t c2, uint16_t cta_mask) {
   asm volatile(
       "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%3, "
-      "%4, %5}], [%2], %6;\n" ::"r"(saddr(dst)),
-      "l"(reinterpret_cast<uint64_t>(map)), "r"(saddr(bar)), "r"(c0), "r"(c1), "r"(c2), "h"(cta_mask)
+      "%4, %5}], [%2], %6;\n" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(bar), "r"(c0), "r"(c1), "r"(c2), "h"(cta_mask)
       : "memory");
+}
+__device__ __forceinline__ void tma_load_3d_multicast(void* dst, const CUtensorMap* map, uint64_t* bar, int32_t c0,
+                                                      int32_t c1, int32_t c2, uint16_t cta_mask) {
+  tma_load_3d_multicast(saddr(dst), map, saddr(bar), c0, c1, c2, cta_mask);
 }
 
 template <uint32_t N>
@@ -510,7 +514,7 @@ __device__ __forceinline__ bool pair_shares_b(int32_t u, int32_t items, int32_t 
 struct ClusterConfig {
   cudaLaunchAttribute attr[1];
   cudaLaunchConfig_t cfg;
-  ClusterConfig(dim3 grid, cudaStream_t stream) {
+  ClusterConfig(dim3 grid, cudaStream_t stream, size_t smem_bytes = kSmemBytes) {
     attr[0].id = cudaLaunchAttributeClusterDimension;
     attr[0].val.clusterDim.x = 2;
     attr[0].val.clusterDim.y = 1;
@@ -518,7 +522,7 @@ struct ClusterConfig {
     cfg = cudaLaunchConfig_t{};
     cfg.gridDim = grid;
     cfg.blockDim = dim3(kThreads);
-    cfg.dynamicSmemBytes = kSmemBytes;
+    cfg.dynamicSmemBytes = smem_bytes;
     cfg.stream = stream;
     cfg.attrs = attr;
     cfg.numAttrs = 1;
@@ -529,9 +533,9 @@ struct ClusterConfig {
  * *clusters (called at context creation after the shared-memory limits are raised); 0 when none fit or the
  * query fails: the plan then keeps the one-CTA kernel, and a failed query does not fail the context. */
 template <class Kernel>
-inline int resident_clusters(Kernel kernel, int32_t sm_count, int32_t* clusters) {
+inline int resident_clusters(Kernel kernel, int32_t sm_count, int32_t* clusters, size_t smem_bytes = kSmemBytes) {
   *clusters = 0;
-  const ClusterConfig c(dim3(static_cast<unsigned>(2 * (sm_count > 0 ? sm_count : 1))), nullptr);
+  const ClusterConfig c(dim3(static_cast<unsigned>(2 * (sm_count > 0 ? sm_count : 1))), nullptr, smem_bytes);
   int n = 0;
   if (cudaOccupancyMaxActiveClusters(&n, kernel, &c.cfg) != cudaSuccess) {
     (void)cudaGetLastError();

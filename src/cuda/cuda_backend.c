@@ -103,6 +103,7 @@ static int32_t cuda_create(struct fp8moe_context* ctx, const fp8moe_context_args
    * kernels' shared-memory limits and size the decode GEMMs' grids on this device. */
   int prev = 0;
   int32_t cluster_fits = 0; /* the routing cluster is resident on this device (the one-block variant always is) */
+  const fp8moe_sm90_variant sm90 = fp8moe_cuda_plan_context_sm90_variant();
   if (e == cudaSuccess) e = enter_device(args->device_ordinal, &prev);
   if (e == cudaSuccess) {
     e = cudaFree(NULL);
@@ -113,6 +114,8 @@ static int32_t cuda_create(struct fp8moe_context* ctx, const fp8moe_context_args
       e = (cudaError_t)fp8moe_prepare_gemm2_sm90_clusters(impl->sm_count, &impl->gemm2_clusters);
     if (e == cudaSuccess && impl->compute_capability == 90 && impl->tma_encode != NULL)
       e = (cudaError_t)fp8moe_prepare_gemm1_sm90_clusters(impl->sm_count, &impl->gemm1_clusters);
+    if (e == cudaSuccess && impl->compute_capability == 90 && impl->tma_encode != NULL && sm90.gemm1_pair_cluster)
+      e = (cudaError_t)fp8moe_prepare_gemm1_sm90_pair_clusters(impl->sm_count, &impl->gemm1_pair_clusters);
     if (e == cudaSuccess)
       e = (cudaError_t)fp8moe_prepare_gemm_decode(impl->sm_count, &impl->decode_ctas1, &impl->decode_ctas2);
     if (e == cudaSuccess && impl->compute_capability == 90 && impl->tma_encode != NULL)
@@ -126,7 +129,6 @@ static int32_t cuda_create(struct fp8moe_context* ctx, const fp8moe_context_args
   impl->permute_chunks = fp8moe_cuda_plan_context_permute_chunks();
   impl->route_v1 = fp8moe_cuda_plan_context_route_v1();
   impl->route_warm = fp8moe_cuda_plan_context_route_warm();
-  const fp8moe_sm90_variant sm90 = fp8moe_cuda_plan_context_sm90_variant();
   impl->sm90_loop = sm90.loop;
   impl->gemm1_order = sm90.gemm1_order;
   impl->gemm2_order = sm90.gemm2_order;
@@ -136,6 +138,7 @@ static int32_t cuda_create(struct fp8moe_context* ctx, const fp8moe_context_args
   impl->stream_pairs = sm90.stream_pairs;
   if (!sm90.gemm1_cluster) impl->gemm1_clusters = 0; /* the one-CTA GEMMs unless the variant asks for clusters */
   if (!sm90.gemm2_cluster) impl->gemm2_clusters = 0;
+  if (!sm90.gemm1_pair_cluster) impl->gemm1_pair_clusters = 0;
   if (e != cudaSuccess) {
     (void)cudaGetLastError();
     free(impl);

@@ -177,8 +177,10 @@ int fp8moe_cuda_plan_stream_workspace(int32_t cc, const fp8moe_problem* p) {
  * an item group's B slices and A rows stay within a few µs of each other and meet in L2 (docs/GPU.md "Claimed
  * items": GEMM1 DRAM bytes at deepseek-v3 block T = 8192 14.9 → 9.5 GB, layers −2.5 to −5.5 % at T ≥ 2048);
  * "y" keeps the static walk b, b + grid, …. */
+/* The 128-row GEMM1's 2-CTA clusters ("e": W13 boxes multicast to the two pair items of one column block and
+ * expert, docs/GPU.md "2-CTA pair clusters") are off until they have run on a GPU. */
 static const fp8moe_sm90_variant k_sm90_default = {FP8MOE_SM90_LOOP_OVERLAP, FP8MOE_SM90_ORDER_GROUPED,
-                                                   FP8MOE_SM90_ORDER_GROUPED, 0, 0, 1, 1, 1, 1};
+                                                   FP8MOE_SM90_ORDER_GROUPED, 0, 0, 1, 1, 1, 1, 0};
 
 fp8moe_sm90_variant fp8moe_cuda_plan_context_sm90_variant(void) {
   fp8moe_sm90_variant v = k_sm90_default;
@@ -192,7 +194,8 @@ fp8moe_sm90_variant fp8moe_cuda_plan_context_sm90_variant(void) {
   }
   if (strchr(sw, 'o') != NULL) v.gemm2_order = FP8MOE_SM90_ORDER_COLUMN_MAJOR;
   if (strchr(sw, 'm') != NULL) v.gemm1_cluster = v.gemm2_cluster = 1;
-  if (strchr(sw, 'n') != NULL) v.gemm1_cluster = v.gemm2_cluster = 0;
+  if (strchr(sw, 'e') != NULL) v.gemm1_pair_cluster = 1;
+  if (strchr(sw, 'n') != NULL) v.gemm1_cluster = v.gemm2_cluster = v.gemm1_pair_cluster = 0;
   if (strchr(sw, 'g') != NULL) v.gemm1_alternate = 0;
   if (strchr(sw, 'y') != NULL) v.gemm1_claim = 0;
   if (strchr(sw, 'h') != NULL) v.stream_handoff = 0;
@@ -231,6 +234,11 @@ int32_t fp8moe_cuda_plan_sm90_group(int64_t k_bytes) {
 }
 
 int32_t fp8moe_cuda_plan_sm90_pair_group(int64_t k_bytes) { return fp8moe_cuda_plan_sm90_group(k_bytes) / 2; }
+
+int32_t fp8moe_cuda_plan_sm90_cluster_pair_group(int64_t k_bytes) {
+  const int32_t g = fp8moe_cuda_plan_sm90_pair_group(k_bytes) / 2 * 2;
+  return g < 2 ? 2 : g;
+}
 
 /* The 128-row GEMM1's limits (kernels_internal.h): its pair list lives in shared memory, at most
  * FP8MOE_GEMM1_PAIR_MAX_TILES tiles of the 64-row layout (ceil(T·K / 64) + E_local: T·K ≤ ~508,000 routed rows

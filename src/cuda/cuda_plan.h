@@ -92,6 +92,8 @@ typedef struct fp8moe_sm90_variant {
   int32_t stream_pairs;    /* 1: the 160-thread stream GEMMs take units of two tiles of one expert where
                               fp8moe_cuda_plan_stream_pairs says so; 2 ("l", the size rules off): wherever an
                               expert can hold two tiles; 0 ("b", wins over "l"): one tile per unit */
+  int32_t gemm1_pair_cluster; /* 1 ("e"): the 128-row GEMM1's pair items in 2-CTA clusters with W13 multicast
+                                 where the clusters fit the device; 0: one CTA per item */
 } fp8moe_sm90_variant;
 
 /* At context creation: the default variant (data in cuda_plan.c: both GEMMs grouped), with each letter
@@ -100,7 +102,8 @@ typedef struct fp8moe_sm90_variant {
  * column-block major, GEMM2 tile major), "o" GEMM2 column-block major (wins over "u" for GEMM2), "m" both
  * GEMMs in 2-CTA clusters with TMA multicast of the shared weights, "n" the one-CTA GEMMs (wins over "m"), "g"
  * the 64-row GEMM1 kernel for 64-row items, "y" the pair kernel's static item walk, "h" the stream GEMMs without
- * their epilogue warpgroup, "b" the stream GEMMs without units of two tiles.
+ * their epilogue warpgroup, "b" the stream GEMMs without units of two tiles, "e" the 128-row GEMM1's pair items in
+ * 2-CTA clusters ("n" wins over it).
  * Letters of the other switches ("1", "2", "d", "k", "j", "p", "c", "s") leave it. */
 fp8moe_sm90_variant fp8moe_cuda_plan_context_sm90_variant(void);
 
@@ -123,6 +126,9 @@ int32_t fp8moe_cuda_plan_sm90_group(int64_t k_bytes);
 /* The 128-row GEMMs' group in pairs of 64-row tiles: half the tiles per group, so a group holds the same A
  * rows (≥ 4 pairs). */
 int32_t fp8moe_cuda_plan_sm90_pair_group(int64_t k_bytes);
+/* The same for the pair items in 2-CTA clusters: rounded down to even (at least 2), so that a cluster's unit, the
+ * item pair (2u, 2u + 1), is two pairs of one column block everywhere but in a short last group. */
+int32_t fp8moe_cuda_plan_sm90_cluster_pair_group(int64_t k_bytes);
 
 typedef enum fp8moe_gemm_which { FP8MOE_GEMM1 = 1, FP8MOE_GEMM2 = 2 } fp8moe_gemm_which;
 

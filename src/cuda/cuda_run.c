@@ -157,18 +157,19 @@ static int quantize_args_of(const fp8moe_problem* p, const fp8moe_cuda_layout* l
   return 1;
 }
 
-/* Separate launches (any T): memsets of the scalar words, the per-row amax and device_status → routing or
- * PRECOMPUTED intake → permutation (one block, or three launches over chunks of slots at large T·K: the
- * layout's permute_chunk) → input quantization. */
+/* Separate launches (any T): routing or PRECOMPUTED intake → permutation (one block, or three launches over
+ * chunks of slots at large T·K: the layout's permute_chunk) → input quantization. The scalar words, the per-row
+ * amax and device_status are zeroed by the routing grid; before the PRECOMPUTED intake, which counts skipped ids
+ * into device_status as it runs, by memsets. */
 static int32_t stages_before_gemm1(const fp8moe_cuda_impl* impl, const fp8moe_problem* p, const fp8moe_cuda_layout* l,
                                    char* ws, cudaStream_t s, fp8moe_gemm1_args* g, fp8moe_err* err) {
-  FORWARD_IF_ERROR(check(cudaMemsetAsync(ws + l->scalars, 0, FP8MOE_CUDA_S_WORDS * 4, s), "zeroing scalars", err));
-  if (l->row_amax_bytes)
-    FORWARD_IF_ERROR(check(cudaMemsetAsync(ws + l->row_amax, 0, l->row_amax_bytes, s), "zeroing row amax", err));
-  if (p->device_status.dt != FP8MOE_DT_NONE)
-    FORWARD_IF_ERROR(check(cudaMemsetAsync(p->device_status.data, 0, sizeof(int32_t), s), "zeroing device_status",
-                           err));
   if (p->routing_method == FP8MOE_ROUTING_PRECOMPUTED) {
+    FORWARD_IF_ERROR(check(cudaMemsetAsync(ws + l->scalars, 0, FP8MOE_CUDA_S_WORDS * 4, s), "zeroing scalars", err));
+    if (l->row_amax_bytes)
+      FORWARD_IF_ERROR(check(cudaMemsetAsync(ws + l->row_amax, 0, l->row_amax_bytes, s), "zeroing row amax", err));
+    if (p->device_status.dt != FP8MOE_DT_NONE)
+      FORWARD_IF_ERROR(check(cudaMemsetAsync(p->device_status.data, 0, sizeof(int32_t), s), "zeroing device_status",
+                             err));
     fp8moe_precomputed_args a;
     precomputed_args_of(p, l, ws, &a);
     FORWARD_IF_ERROR(check(fp8moe_launch_precomputed(&a, s), "precomputed routing", err));
@@ -176,7 +177,16 @@ static int32_t stages_before_gemm1(const fp8moe_cuda_impl* impl, const fp8moe_pr
     fp8moe_routing_args a;
     routing_args_of(p, l, ws, &a);
     a.v1 = impl->route_v1;
-    FORWARD_IF_ERROR(check(fp8moe_launch_routing(&a, s), "routing", err));
+    fp8moe_zero_args z;
+    memset(&z, 0, sizeof z);
+    z.words = (uint32_t*)(ws + l->scalars);
+    z.n_words = FP8MOE_CUDA_S_WORDS;
+    if (l->row_amax_bytes) {
+      z.rows = (uint32_t*)(ws + l->row_amax);
+      z.n_rows = (int64_t)(l->row_amax_bytes / 4);
+    }
+    if (p->device_status.dt != FP8MOE_DT_NONE) z.status = (int32_t*)p->device_status.data;
+    FORWARD_IF_ERROR(check(fp8moe_launch_routing(&a, &z, s), "routing", err));
   }
   fp8moe_permute_args pa;
   permute_args_of(p, l, ws, impl->permute_chunks, &pa);
@@ -306,7 +316,10 @@ static int32_t experts(const fp8moe_cuda_impl* impl, const fp8moe_problem* p, co
     e1 = fp8moe_launch_gemm1_sm90_pairs(g, s);
   } else if (k1->kernel == FP8MOE_GEMM_WGMMA_SM90) e1 = fp8moe_launch_gemm1_sm90(g, s);
   else if (k1->kernel == FP8MOE_GEMM_WGMMA128_SM90) {
-    g->item_group = fp8moe_cuda_plan_sm90_pair_group(p->H); /* the grouped order walks pairs of tiles */
+    g->max_clusters = impl->gemm1_pair_clusters; /* "e": the pair items in 2-CTA clusters */
+    /* the grouped order walks pairs of tiles; a cluster takes two consecutive ones */
+    g->item_group = g->max_clusters > 0 ? fp8moe_cuda_plan_sm90_cluster_pair_group(p->H)
+                                        : fp8moe_cuda_plan_sm90_pair_group(p->H);
     e1 = fp8moe_launch_gemm1_sm90_pairs(g, s);
   }
   else e1 = fp8moe_launch_gemm1(g, s);

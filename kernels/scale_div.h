@@ -1,0 +1,34 @@
+/* scale_div.h — x / s for the e4m3 requantizations without an IEEE division per element: q0 = x·r with r the
+ * correctly rounded 1/s, the remainder x − q0·s exactly by one FMA, and q0 + rem·r rounded once (Markstein's
+ * correction). Where neither the remainder underflows nor the quotient overflows this is the correctly rounded
+ * x / s; outside that (|x| below ~2^-122, or q0 = ±Inf) it may differ from x / s in the last bits of an fp32
+ * quotient that the e4m3 encoding (cvt.rn.satfinite: steps of 2^-9 at the bottom, 448 at the top) maps to the same
+ * code. fp8moe_scale_div_fast_ok says where the kernels may use it: s in [2^-100, 2^100] keeps the remainder of every
+ * x whose quotient can reach an e4m3 code above 0 clear of underflow (tests/test_scale_div.c checks the e4m3 codes
+ * against x / s over random and special operands). Compiled as C too, for that test. */
+#ifndef FP8MOE_KERNELS_SCALE_DIV_H
+#define FP8MOE_KERNELS_SCALE_DIV_H
+
+#include <math.h>
+
+#if defined(__CUDACC__)
+#define FP8MOE_SCALE_DIV_FN __host__ __device__ __forceinline__
+#else
+#define FP8MOE_SCALE_DIV_FN static inline
+#endif
+
+FP8MOE_SCALE_DIV_FN int fp8moe_scale_div_fast_ok(float s) { return s >= 0x1p-100f && s <= 0x1p100f; }
+
+/* r = the correctly rounded 1/s (device: __frcp_rn; C: 1.0f / s). ±0 stays ±0 (the correction would give +0 for
+ * −0), NaN stays NaN, an infinite q0 is kept (the e4m3 encoding saturates it as it does x / s). */
+FP8MOE_SCALE_DIV_FN float fp8moe_scale_div(float x, float s, float r) {
+#if defined(__CUDA_ARCH__)
+  const float q0 = __fmul_rn(x, r); /* never contracted into the FMAs below */
+#else
+  const float q0 = x * r;
+#endif
+  const float rem = fmaf(-q0, s, x);
+  return (isfinite(q0) && rem != 0.0f) ? fmaf(rem, r, q0) : q0;
+}
+
+#endif /* FP8MOE_KERNELS_SCALE_DIV_H */
