@@ -362,23 +362,6 @@ __global__ void __launch_bounds__(kThreads, 1)
     const int tid = static_cast<int>(threadIdx.x);
     const int r0 = 16 * (tid % 128 / 32) + tid % 32 / 4;
     const int ha = ALT ? 0 : wg; /* this warpgroup's A tile in the stage */
-    /* The epilogue's per-item scalars, read before the main loop so their dependent global loads (the tile's
-     * expert, then its weight scale; the rows' slots, then the token scales and weights) complete under it
-     * instead of at the item's end, where both warpgroups would wait for them with the tensor cores idle
-     * (docs/GPU.md "What the pair main loop is not limited by"). Five registers across the loop; ptxas -v
-     * shows whether they fit beside the 192 accumulator and partial registers. */
-    const int32_t e = a.tile_expert[tile0];
-    const int64_t row0 = static_cast<int64_t>(tile0 + ha) * kBM;
-    float sxw = 0.0f, sx[2] = {0.0f, 0.0f}, tw[2] = {1.0f, 1.0f};
-    if (SCALE == FP8MOE_SCALE_TENSOR) sxw = kref_at(a.x_scale, 0) * kref_at(a.w_scale, e);
-    if (SCALE == FP8MOE_SCALE_ROW || a.token_weight) {
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int32_t slot = a.sorted_slots[row0 + r0 + 8 * h];
-        if (SCALE == FP8MOE_SCALE_ROW) sx[h] = slot >= 0 ? kref_at(a.x_scale, slot / a.K) : 0.0f;
-        if (a.token_weight && slot >= 0) tw[h] = a.token_weight[slot];
-      }
-    }
     /* BLOCK: staged with the stage by the producer: the thread's rows r0 and r0 + 8, gate and up */
     auto scales = [&](uint32_t s, int, float& c0, float& c1, float& cg, float& cu) {
       c0 = ld_shared_f32(sp.row_scale(s, kBM * ha + r0));
@@ -394,10 +377,25 @@ __global__ void __launch_bounds__(kThreads, 1)
     const int g = lane / 4, t = lane % 4;
     const int rr[2] = {16 * q + g, 16 * q + g + 8};
     const int32_t n0 = item.col_block * kBN;
+    const int32_t e = a.tile_expert[tile0];
+    const int64_t row0 = static_cast<int64_t>(tile0 + ha) * kBM;
+    int32_t tok[2];
+    float tw[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int32_t slot = a.sorted_slots[row0 + rr[h]];
+      tok[h] = slot >= 0 ? slot / a.K : -1;
+      tw[h] = (a.token_weight && slot >= 0) ? a.token_weight[slot] : 1.0f;
+    }
     const int32_t nrow_g = (a.gate_first ? 0 : a.I) + n0, nrow_u = (a.gate_first ? a.I : 0) + n0;
 
     /* Epilogue in registers: the same operations per element as gemm1_wgmma_sm90.cu (dequantization, token
      * weight, activation), the activated value kept in acc_g. */
+    float sxw = 0.0f, sx[2] = {0.0f, 0.0f};
+    if (SCALE == FP8MOE_SCALE_TENSOR) sxw = kref_at(a.x_scale, 0) * kref_at(a.w_scale, e);
+    if (SCALE == FP8MOE_SCALE_ROW)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) sx[h] = tok[h] >= 0 ? kref_at(a.x_scale, tok[h]) : 0.0f;
     float m[2] = {0.0f, 0.0f};
     /* The activation is chosen once per item, outside the 64-element loop (ACT is a compile-time constant in each
      * copy): one loop body per activation instead of both inlined per element behind a branch, half the

@@ -141,12 +141,9 @@ __global__ void __launch_bounds__(kThreads, 1)
         if ((kb & 31) == 0 && kb > 0) load_w(kb);
         return __shfl_sync(0xffffffffu, wreg, kb & 31);
       };
-      /* The epilogue's scales too (TENSOR one register, ROW two, BLOCK none): their loads complete under the
-       * main loop instead of at the item's end (docs/GPU.md "What the pair main loop is not limited by"). */
-      const YScales ys = y_scales<SCALE>(a, e, row0 + rr[0], row0 + rr[1]);
       consume<LOOP, SCALE == FP8MOE_SCALE_BLOCK, kPeers, false>(sm, wg, kblocks, it, acc, sa, sb);
 
-      store_y_box_staged<SCALE, F32>(a, acc, e, nb, t, ys, slot,
+      store_y_box_staged<SCALE, F32>(a, acc, e, nb, t, y_scales<SCALE>(a, e, row0 + rr[0], row0 + rr[1]), slot,
                                      saddr(&sm.epi[0][0]) + static_cast<uint32_t>(wg) * kYStageBytes, wg, q, lane);
     }
   }
