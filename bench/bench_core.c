@@ -108,6 +108,11 @@ void bench_print_usage(const char* prog) {
          "  --json FILE           write every number (raw replay times too) as JSON\n"
          "  --md FILE             write the Markdown table to FILE as well as stdout\n"
          "  --library PATH        plugin to dlopen (default $FP8MOE_LIBRARY, then libfp8moe.so.1)\n"
+         "  --ab-library PATH     paired A/B: also load plugin B from PATH (own dlopen and CUDA context, checked\n"
+         "                        like A) and time A and B in interleaved pairs; reports B's median, the median\n"
+         "                        of per-pair ratios B/A and B's wins. route+perm and --stages stay A's alone\n"
+         "  --ab-env LETTERS      FP8MOE_CUDA_GEMM_FALLBACK while B's context is created (\"-\": unset; default:\n"
+         "                        the ambient value, which A gets); alone, B is a second context of A's library\n"
          "  --commit ID           commit recorded in the report (default $FP8MOE_COMMIT)\n"
          "  --plant-wrong-scale   self-test: corrupt the GPU's w2 scales; the check must fail (exit 1)\n"
          "exit status: 0 all points checked, 1 a point disagreed with the CPU backend, 2 usage,\n"
@@ -163,6 +168,18 @@ static int add_tokens(const char* item, void* ctx) {
   a->tokens[a->n_tokens++] = v;
   return 0;
 }
+
+/* A switch list for FP8MOE_CUDA_GEMM_FALLBACK ("-" = unset). Only letters and digits, so that a forgotten
+ * value ("--ab-env --replays 5") is refused instead of becoming B's setting. */
+static int env_letters(const char* v) {
+  if (strcmp(v, "-") == 0) return 1;
+  if (!*v) return 0;
+  for (; *v; ++v)
+    if (!isalnum((unsigned char)*v)) return 0;
+  return 1;
+}
+
+int bench_args_ab(const bench_args* a) { return a->ab_library != NULL || a->ab_env != NULL; }
 
 int bench_parse_args(int argc, char** argv, bench_args* a, char* err, size_t err_size) {
   memset(a, 0, sizeof *a);
@@ -229,6 +246,12 @@ int bench_parse_args(int argc, char** argv, bench_args* a, char* err, size_t err
         a->md_path = v;
       } else if (strcmp(o, "--library") == 0) {
         a->library = v;
+      } else if (strcmp(o, "--ab-library") == 0) {
+        if (!*v) return fail(err, err_size, "--ab-library: a path", v);
+        a->ab_library = v;
+      } else if (strcmp(o, "--ab-env") == 0) {
+        if (!env_letters(v)) return fail(err, err_size, "--ab-env: letters and digits, or - for unset", v);
+        a->ab_env = v;
       } else if (strcmp(o, "--commit") == 0) {
         a->commit = v;
       } else {
@@ -268,6 +291,20 @@ void bench_stats(const double* v, int n, double* median, double* p90) {
   int r = (9 * n + 9) / 10; /* nearest rank: ceil(0.9·n) */
   *p90 = s[(r < 1 ? 1 : r) - 1];
   free(s);
+}
+
+void bench_paired_stats(const double* a, const double* b, int n, double* median_ratio, int* b_wins) {
+  double* r = malloc(sizeof(double) * (size_t)n);
+  *b_wins = 0;
+  *median_ratio = -1.0;
+  if (!r) return;
+  for (int i = 0; i < n; ++i) {
+    r[i] = b[i] / a[i];
+    *b_wins += b[i] < a[i];
+  }
+  double p90;
+  bench_stats(r, n, median_ratio, &p90);
+  free(r);
 }
 
 /* ---- floor ---- */

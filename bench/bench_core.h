@@ -46,6 +46,8 @@ const char* bench_routing_name(int routing);
 /* ---- arguments ---- */
 typedef struct bench_args {
   const char* library;   /* plugin path; NULL = $FP8MOE_LIBRARY, then the SONAME */
+  const char* ab_library; /* --ab-library: plugin B, timed in pairs against A; NULL = A's path (with --ab-env) */
+  const char* ab_env;     /* --ab-env: FP8MOE_CUDA_GEMM_FALLBACK for B's context, "-" = unset; NULL = ambient */
   const char* json_path; /* NULL = none */
   const char* md_path;   /* NULL = none (the table always goes to stdout) */
   const char* commit;    /* NULL = $FP8MOE_COMMIT, else "unknown" */
@@ -66,11 +68,17 @@ typedef struct bench_args {
 
 /* Fills a from argv (argv[0] ignored). Returns 0, or -1 with a one-line reason in err. */
 int bench_parse_args(int argc, char** argv, bench_args* a, char* err, size_t err_size);
+/* 1 when the arguments ask for a second plugin B (--ab-library or --ab-env). */
+int bench_args_ab(const bench_args* a);
 void bench_print_usage(const char* prog);
 
 /* ---- statistics ---- */
 /* Median and nearest-rank p90 of n values (n ≥ 1); v is not modified. */
 void bench_stats(const double* v, int n, double* median, double* p90);
+/* Paired A/B replays a[i], b[i] (n ≥ 1, times > 0): the median of the per-pair ratios b[i]/a[i], and in how
+ * many pairs B was faster (b[i] < a[i]). A ratio per pair, not a ratio of medians: both replays of a pair ran
+ * back to back, so the clock and power state they share cancels. *median_ratio = -1 when out of memory. */
+void bench_paired_stats(const double* a, const double* b, int n, double* median_ratio, int* b_wins);
 
 /* ---- floor ---- */
 typedef struct bench_floor_in {

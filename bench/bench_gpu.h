@@ -35,7 +35,7 @@ typedef struct bench_timer {
   void* flush;          /* device buffer memset between replays */
   size_t flush_bytes;
   cudaEvent_t* ev;      /* 2 per replay */
-  int max_replays;
+  int max_replays;      /* replays one call can time (a pair counts 2) */
 } bench_timer;
 
 int bench_timer_init(bench_timer* t, size_t flush_bytes, int max_replays);
@@ -43,6 +43,11 @@ void bench_timer_free(bench_timer* t);
 /* Replays exec (each after an L2 flush) `warmup` times and then until warmup_ms of device time have passed,
  * then `n` timed times; us[i] = event time of timed replay i. */
 int bench_time_graph(bench_timer* t, cudaGraphExec_t exec, int warmup, int warmup_ms, int n, double* us);
+/* Paired A/B: warms up a, then b (as bench_time_graph does), then times n pairs, each replay after its own L2
+ * flush: pair i replays a then b when i is even, b then a when odd. a_us[i], b_us[i] = the two times of pair i.
+ * Needs a timer of at least 2n replays. */
+int bench_time_pairs(bench_timer* t, cudaGraphExec_t a, cudaGraphExec_t b, int warmup, int warmup_ms, int n,
+                     double* a_us, double* b_us);
 
 /* The kernel nodes of a captured single-stream graph in launch order, with their names. */
 #define BENCH_MAX_NODES 32

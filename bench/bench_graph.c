@@ -81,6 +81,39 @@ int bench_time_graph(bench_timer* t, cudaGraphExec_t exec, int warmup, int warmu
   return 0;
 }
 
+/* Queues one timed replay: its own flush memset, then the graph between events ev[0] and ev[1]. */
+static int timed_replay(bench_timer* t, cudaGraphExec_t exec, int flush_byte, cudaEvent_t* ev) {
+  return cudaMemsetAsync(t->flush, flush_byte & 0xFF, t->flush_bytes, t->stream) != cudaSuccess ||
+         cudaEventRecord(ev[0], t->stream) != cudaSuccess || cudaGraphLaunch(exec, t->stream) != cudaSuccess ||
+         cudaEventRecord(ev[1], t->stream) != cudaSuccess;
+}
+
+int bench_time_pairs(bench_timer* t, cudaGraphExec_t a, cudaGraphExec_t b, int warmup, int warmup_ms, int n,
+                     double* a_us, double* b_us) {
+  if (2 * n > t->max_replays) return -1;
+  if ((warmup > 0 || warmup_ms > 0) && (warm_up(t, a, warmup, warmup_ms) != 0 || warm_up(t, b, warmup, warmup_ms) != 0))
+    return -1;
+  /* Events 4i, 4i+1 bracket pair i's first replay and 4i+2, 4i+3 its second. A goes first in even pairs and
+   * B in odd ones, so whatever favours the first (or second) replay of a pair favours each side equally. */
+  for (int i = 0; i < n; ++i) {
+    const int a_first = i % 2 == 0;
+    if (timed_replay(t, a_first ? a : b, 2 * i, &t->ev[4 * i]) != 0 ||
+        timed_replay(t, a_first ? b : a, 2 * i + 1, &t->ev[4 * i + 2]) != 0)
+      return -1;
+  }
+  if (cudaStreamSynchronize(t->stream) != cudaSuccess) return -1;
+  for (int i = 0; i < n; ++i) {
+    const int a_first = i % 2 == 0;
+    float first = 0, second = 0;
+    if (cudaEventElapsedTime(&first, t->ev[4 * i], t->ev[4 * i + 1]) != cudaSuccess ||
+        cudaEventElapsedTime(&second, t->ev[4 * i + 2], t->ev[4 * i + 3]) != cudaSuccess)
+      return -1;
+    a_us[i] = (double)(a_first ? first : second) * 1000.0;
+    b_us[i] = (double)(a_first ? second : first) * 1000.0;
+  }
+  return 0;
+}
+
 /* The readable part of a mangled kernel name: the identifier that contains "kernel", else the longest. */
 static void short_name(const char* mangled, char* out, size_t n) {
   const char* best = NULL;

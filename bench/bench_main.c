@@ -15,16 +15,26 @@
 #include "bench_problem.h"
 #include "bench_report.h"
 
-typedef struct bench {
-  bench_args args;
+/* One loaded plugin and its CUDA context: A, the plugin measured, and with --ab-library / --ab-env B, timed in
+ * pairs with A. */
+typedef struct bench_plugin {
   void* so;
   const fp8moe_api* api;
-  fp8moe_context *cpu, *gpu;
+  fp8moe_context* gpu;
+} bench_plugin;
+
+typedef struct bench {
+  bench_args args;
+  bench_plugin plugin[2]; /* [0] A; [1] B when n_plugins == 2 */
+  int n_plugins;
+  fp8moe_context* cpu;    /* the CPU oracle, A's: B is checked against the same reference */
   bench_timer timer;
   bench_run run;
   struct timespec t0;
   int failures;
 } bench;
+
+#define FALLBACK_ENV "FP8MOE_CUDA_GEMM_FALLBACK"
 
 static double since(const struct timespec* t0) {
   struct timespec t;
@@ -32,55 +42,85 @@ static double since(const struct timespec* t0) {
   return (double)(t.tv_sec - t0->tv_sec) + 1e-9 * (double)(t.tv_nsec - t0->tv_nsec);
 }
 
-static int open_plugin(bench* b) {
-  const char* path = b->args.library ? b->args.library : getenv("FP8MOE_LIBRARY");
-  b->so = dlopen(path ? path : "libfp8moe.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!b->so) {
-    fprintf(stderr, "fp8moe-bench: dlopen(%s): %s\n", path ? path : "libfp8moe.so.1", dlerror());
+static const char* plugin_path(const bench_args* a) {
+  const char* path = a->library ? a->library : getenv("FP8MOE_LIBRARY");
+  return path ? path : "libfp8moe.so.1";
+}
+
+/* dlopen + negotiation, as a host does. Each plugin has its own handle: another file loads a second copy even
+ * under the same SONAME (RTLD_LOCAL keeps the copies' symbols apart); the same file again, by any path (a
+ * symlink too), is the same copy with its reference count raised. who prefixes the messages ("" for A). */
+static int open_plugin(const char* path, const char* who, bench_plugin* pl) {
+  pl->so = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (!pl->so) {
+    fprintf(stderr, "fp8moe-bench: %sdlopen(%s): %s\n", who, path, dlerror());
     return -1;
   }
-  fp8moe_get_api_fn get_api = (fp8moe_get_api_fn)(uintptr_t)dlsym(b->so, "fp8moe_get_api");
+  fp8moe_get_api_fn get_api = (fp8moe_get_api_fn)(uintptr_t)dlsym(pl->so, "fp8moe_get_api");
   fp8moe_negotiation n;
   memset(&n, 0, sizeof n);
   n.struct_size = sizeof n;
   n.host_abi_major = FP8MOE_ABI_VERSION_MAJOR;
   n.host_max_minor = FP8MOE_ABI_VERSION_MINOR;
-  if (!get_api || get_api(&n, &b->api) != FP8MOE_STATUS_OK) {
-    fprintf(stderr, "fp8moe-bench: negotiation failed: %s\n", get_api ? n.message : "no fp8moe_get_api");
+  if (!get_api || get_api(&n, &pl->api) != FP8MOE_STATUS_OK) {
+    fprintf(stderr, "fp8moe-bench: %snegotiation failed: %s\n", who, get_api ? n.message : "no fp8moe_get_api");
     return -1;
   }
   return 0;
 }
 
-/* 0 with both contexts, 77 when the CUDA backend is unavailable, -1 on other errors. */
-static int open_contexts(bench* b) {
-  fp8moe_backend_info bi;
-  memset(&bi, 0, sizeof bi);
-  bi.struct_size = sizeof bi;
-  bi.backend = FP8MOE_BACKEND_CUDA;
-  int dev_count = 0;
-  if (b->api->backend_info(&bi) != FP8MOE_STATUS_OK || !bi.available || cudaGetDeviceCount(&dev_count) != cudaSuccess ||
-      dev_count == 0) {
-    printf("fp8moe-bench: skipped, no usable CUDA device (%s)\n", bi.reason[0] ? bi.reason : "cudaGetDeviceCount");
-    return 77;
-  }
+static int create_context(const bench_plugin* pl, int32_t backend, const char* what, fp8moe_context** out) {
   char msg[512];
   fp8moe_context_args ca;
   memset(&ca, 0, sizeof ca);
   ca.struct_size = sizeof ca;
   ca.error_message = msg;
   ca.error_message_size = sizeof msg;
-  ca.backend = FP8MOE_BACKEND_CUDA;
-  if (b->api->context_create(&ca, &b->gpu) != FP8MOE_STATUS_OK) {
-    fprintf(stderr, "fp8moe-bench: CUDA context: %s\n", msg);
-    return -1;
-  }
-  ca.backend = FP8MOE_BACKEND_CPU;
-  if (b->api->context_create(&ca, &b->cpu) != FP8MOE_STATUS_OK) {
-    fprintf(stderr, "fp8moe-bench: CPU context: %s\n", msg);
+  ca.backend = backend;
+  if (pl->api->context_create(&ca, out) != FP8MOE_STATUS_OK) {
+    fprintf(stderr, "fp8moe-bench: %s: %s\n", what, msg);
     return -1;
   }
   return 0;
+}
+
+/* 0 with both of A's contexts, 77 when the CUDA backend is unavailable, -1 on other errors. */
+static int open_contexts(bench* b) {
+  const bench_plugin* a = &b->plugin[0];
+  fp8moe_backend_info bi;
+  memset(&bi, 0, sizeof bi);
+  bi.struct_size = sizeof bi;
+  bi.backend = FP8MOE_BACKEND_CUDA;
+  int dev_count = 0;
+  if (a->api->backend_info(&bi) != FP8MOE_STATUS_OK || !bi.available || cudaGetDeviceCount(&dev_count) != cudaSuccess ||
+      dev_count == 0) {
+    printf("fp8moe-bench: skipped, no usable CUDA device (%s)\n", bi.reason[0] ? bi.reason : "cudaGetDeviceCount");
+    return 77;
+  }
+  if (create_context(a, FP8MOE_BACKEND_CUDA, "CUDA context", &b->plugin[0].gpu) != 0) return -1;
+  return create_context(a, FP8MOE_BACKEND_CPU, "CPU context", &b->cpu);
+}
+
+/* B's CUDA context, created while FP8MOE_CUDA_GEMM_FALLBACK is what --ab-env says (A's was created with the
+ * ambient value). The plugin reads the variable once, at context creation, so B keeps its setting; the ambient
+ * value is put back straight after, so nothing else in the process sees the change. */
+static int open_ab_context(bench* b) {
+  const char* ambient = getenv(FALLBACK_ENV);
+  char* saved = ambient ? strdup(ambient) : NULL;
+  if (ambient && !saved) return -1;
+  const char* want = b->args.ab_env;
+  int rc = !want ? 0 : strcmp(want, "-") == 0 ? unsetenv(FALLBACK_ENV) : setenv(FALLBACK_ENV, want, 1);
+  const char* seen = getenv(FALLBACK_ENV);
+  b->run.ab_env_set = seen != NULL;
+  snprintf(b->run.ab_env, sizeof b->run.ab_env, "%s", seen ? seen : "");
+  if (rc == 0) rc = create_context(&b->plugin[1], FP8MOE_BACKEND_CUDA, "B's CUDA context", &b->plugin[1].gpu);
+  else fprintf(stderr, "fp8moe-bench: cannot set %s for B\n", FALLBACK_ENV);
+  if ((saved ? setenv(FALLBACK_ENV, saved, 1) : unsetenv(FALLBACK_ENV)) != 0) {
+    fprintf(stderr, "fp8moe-bench: cannot restore %s\n", FALLBACK_ENV);
+    rc = -1;
+  }
+  free(saved);
+  return rc;
 }
 
 static void read_metadata(bench* b, int argc, char** argv) {
@@ -128,6 +168,7 @@ static int add_point(bench* b, bench_point** slot) {
   memset(*slot, 0, sizeof **slot);
   (*slot)->route_us = -1;
   (*slot)->peer_us = -1;
+  (*slot)->ab_rel_err = -1;
   return 0;
 }
 
@@ -153,21 +194,117 @@ static double prefix_median(bench* b, cudaGraph_t g, const bench_chain* c, int k
   return med;
 }
 
-/* Everything device-side of one point; the caller owns inputs and weights. */
+/* One plugin's captured run of a point. */
+typedef struct bench_capture {
+  void* ws;
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+} bench_capture;
+
+static void capture_free(bench_capture* cap) {
+  if (cap->exec) cudaGraphExecDestroy(cap->exec);
+  if (cap->graph) cudaGraphDestroy(cap->graph);
+  cudaFree(cap->ws);
+  memset(cap, 0, sizeof *cap);
+}
+
+/* describe, query_workspace, then one `run` captured on s and instantiated. Returns 0, or -1 with why set. */
+static int capture_run(const bench_plugin* pl, const bench_weights* w, const bench_buffers* d, int64_t T,
+                       cudaStream_t s, bench_capture* cap, char* why, size_t why_size) {
+  bench_call c;
+  bench_call_describe(&c, w, d, T, 1);
+  char msg[512] = "";
+  c.a.error_message = msg;
+  c.a.error_message_size = sizeof msg;
+  size_t ws_bytes = 0;
+  int32_t st = pl->api->query_workspace(pl->gpu, &c.a, &ws_bytes);
+  if (st != FP8MOE_STATUS_OK) {
+    snprintf(why, why_size, "query_workspace: %s", msg);
+    return -1;
+  }
+  if (ws_bytes && cudaMalloc(&cap->ws, ws_bytes) != cudaSuccess) {
+    snprintf(why, why_size, "workspace of %zu bytes", ws_bytes);
+    return -1;
+  }
+  c.a.workspace = cap->ws;
+  c.a.workspace_size = ws_bytes;
+  c.a.stream = s;
+  if (cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
+    snprintf(why, why_size, "begin capture");
+    return -1;
+  }
+  st = pl->api->run(pl->gpu, &c.a);
+  const cudaError_t ce = cudaStreamEndCapture(s, &cap->graph);
+  if (st != FP8MOE_STATUS_OK) {
+    snprintf(why, why_size, "run: %s", msg);
+    return -1;
+  }
+  if (ce != cudaSuccess || cudaGraphInstantiate(&cap->exec, cap->graph, 0) != cudaSuccess) {
+    snprintf(why, why_size, "graph capture: %s", cudaGetErrorString(cudaGetLastError()));
+    return -1;
+  }
+  return 0;
+}
+
+/* The replay the check reads: poisoned outputs (so an element the run never wrote shows), one replay, the
+ * outputs copied back. Nonzero on a CUDA error. */
+static int checked_replay(cudaStream_t s, cudaGraphExec_t exec, const bench_buffers* d, int64_t T, int64_t H,
+                          int64_t K, uint16_t* out, int32_t* ids) {
+  return cudaMemsetAsync(d->out, 0xFF, (size_t)(T * H) * 2, s) ||
+         cudaMemsetAsync(d->ids_out, 0xFF, (size_t)(T * K) * 4, s) || cudaGraphLaunch(exec, s) ||
+         cudaStreamSynchronize(s) || cudaMemcpy(out, d->out, (size_t)(T * H) * 2, cudaMemcpyDeviceToHost) ||
+         cudaMemcpy(ids, d->ids_out, (size_t)(T * K) * 4, cudaMemcpyDeviceToHost);
+}
+
+/* A run's outputs. B gets its own set, so that its check can never read what A's run wrote. */
+static int alloc_outputs(bench_buffers* d, int64_t T, int64_t H, int64_t K) {
+  return cudaMalloc(&d->out, (size_t)(T * H) * 2) || cudaMalloc(&d->ids_out, (size_t)(T * K) * 4) ||
+         cudaMalloc(&d->w_out, (size_t)(T * K) * 4);
+}
+
+/* Paired timing's numbers for B; A's replays of the pairs are the point's own replay_us. */
+static void ab_stats(bench_point* p) {
+  double p90;
+  bench_stats(p->ab_replay_us, p->n_ab_replays, &p->ab_median_us, &p90);
+  bench_paired_stats(p->replay_us, p->ab_replay_us, p->n_ab_replays, &p->ab_ratio, &p->ab_wins);
+}
+
+/* A point whose result (A's, or B's: who = "B ") differs from the CPU backend: status 1, never timed. */
+static void check_failed(bench_point* p, const char* who, const bench_check* chk) {
+  p->status = 1;
+  snprintf(p->note, sizeof p->note, "%sdiffers from the CPU backend: rel err %.3e, %lld unwritten, %lld non-finite",
+           who, chk->rel_err, (long long)chk->unwritten, (long long)chk->nonfinite_bad);
+}
+
+/* The timed replays of a point: A's alone, or with B A's and B's in interleaved pairs. */
+static int time_point(bench* b, const bench_capture* cap, bench_point* p) {
+  const bench_args* a = &b->args;
+  if (b->n_plugins == 2)
+    return bench_time_pairs(&b->timer, cap[0].exec, cap[1].exec, a->warmup, a->warmup_ms, a->replays, p->replay_us,
+                            p->ab_replay_us);
+  return bench_time_graph(&b->timer, cap[0].exec, a->warmup, a->warmup_ms, a->replays, p->replay_us);
+}
+
+/* Everything device-side of one point; the caller owns inputs and weights. With B, B is captured and checked
+ * exactly as A is (same inputs and input buffers, its own workspace and outputs, A's CPU oracle on the same
+ * sampled rows), and then A and B are timed in interleaved pairs; route+perm and stages stay A's. */
 static void run_point(bench* b, int ci, const bench_weights* w, const bench_inputs* in, bench_point* p) {
   const bench_model* m = w->model;
   const int64_t T = in->T, H = m->H, E = m->E, K = m->K;
-  const fp8moe_api* api = b->api;
-  bench_buffers d;
+  const fp8moe_api* api = b->plugin[0].api;
+  const int ab = b->n_plugins == 2;
+  bench_buffers d, db;
   memset(&d, 0, sizeof d);
-  void* ws = NULL;
-  cudaGraph_t graph = NULL;
-  cudaGraphExec_t exec = NULL;
+  memset(&db, 0, sizeof db);
+  bench_capture cap[2];
+  memset(cap, 0, sizeof cap);
+  char why[sizeof p->note]; /* a capture's failure, for the note (A's as it is, B's after "B: ") */
   uint16_t* out = malloc((size_t)(T * H) * 2);
   int32_t* ids = malloc((size_t)(T * K) * 4);
   int64_t* rows = malloc(sizeof(int64_t) * (size_t)(b->args.check_tokens > 0 ? b->args.check_tokens : 1));
   cudaStream_t s = b->timer.stream;
   p->replay_us = calloc((size_t)b->args.replays, sizeof(double));
+  if (ab) p->ab_replay_us = calloc((size_t)b->args.replays, sizeof(double));
   double* scratch = calloc((size_t)b->args.replays, sizeof(double));
 #define FAIL(...)                                                       \
   do {                                                                  \
@@ -175,10 +312,10 @@ static void run_point(bench* b, int ci, const bench_weights* w, const bench_inpu
     snprintf(p->note, sizeof p->note, __VA_ARGS__);                     \
     goto done;                                                          \
   } while (0)
-  if (!out || !ids || !rows || !p->replay_us || !scratch) FAIL("host memory");
+  if (!out || !ids || !rows || !p->replay_us || !scratch || (ab && !p->ab_replay_us)) FAIL("host memory");
   if (cudaMalloc(&d.hidden, (size_t)(T * H) * 2) != cudaSuccess || cudaMalloc(&d.logits, (size_t)(T * E) * 4) ||
-      cudaMalloc(&d.bias, (size_t)E * 4) || cudaMalloc(&d.a1, 8) || cudaMalloc(&d.out, (size_t)(T * H) * 2) ||
-      cudaMalloc(&d.ids_out, (size_t)(T * K) * 4) || cudaMalloc(&d.w_out, (size_t)(T * K) * 4))
+      cudaMalloc(&d.bias, (size_t)E * 4) || cudaMalloc(&d.a1, 8) || alloc_outputs(&d, T, H, K) ||
+      (ab && alloc_outputs(&db, T, H, K)))
     FAIL("device memory: %s", cudaGetErrorString(cudaGetLastError()));
   d.a2 = (char*)d.a1 + 4;
   if (cudaMemcpy(d.hidden, in->hidden, (size_t)(T * H) * 2, cudaMemcpyHostToDevice) ||
@@ -186,32 +323,13 @@ static void run_point(bench* b, int ci, const bench_weights* w, const bench_inpu
       cudaMemcpy(d.bias, in->bias, (size_t)E * 4, cudaMemcpyHostToDevice) ||
       cudaMemcpy(d.a1, in->a_scales, 8, cudaMemcpyHostToDevice))
     FAIL("copy to device: %s", cudaGetErrorString(cudaGetLastError()));
-  bench_call c;
-  bench_call_describe(&c, w, &d, T, 1);
-  char msg[512] = "";
-  c.a.error_message = msg;
-  c.a.error_message_size = sizeof msg;
-  size_t ws_bytes = 0;
-  int32_t st = api->query_workspace(b->gpu, &c.a, &ws_bytes);
-  if (st != FP8MOE_STATUS_OK) FAIL("query_workspace: %s", msg);
-  if (ws_bytes && cudaMalloc(&ws, ws_bytes) != cudaSuccess) FAIL("workspace of %zu bytes", ws_bytes);
-  c.a.workspace = ws;
-  c.a.workspace_size = ws_bytes;
-  c.a.stream = s;
+  db.hidden = d.hidden, db.logits = d.logits, db.bias = d.bias, db.a1 = d.a1, db.a2 = d.a2;
 
   /* Capture one run. */
-  if (cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal) != cudaSuccess) FAIL("begin capture");
-  st = api->run(b->gpu, &c.a);
-  const cudaError_t ce = cudaStreamEndCapture(s, &graph);
-  if (st != FP8MOE_STATUS_OK) FAIL("run: %s", msg);
-  if (ce != cudaSuccess || cudaGraphInstantiate(&exec, graph, 0) != cudaSuccess)
-    FAIL("graph capture: %s", cudaGetErrorString(cudaGetLastError()));
+  if (capture_run(&b->plugin[0], w, &d, T, s, &cap[0], why, sizeof why) != 0) FAIL("%s", why);
 
   /* Check the replayed result: poisoned outputs, one replay, then the CPU oracle on sampled tokens. */
-  if (cudaMemsetAsync(d.out, 0xFF, (size_t)(T * H) * 2, s) || cudaMemsetAsync(d.ids_out, 0xFF, (size_t)(T * K) * 4, s) ||
-      cudaGraphLaunch(exec, s) || cudaStreamSynchronize(s) ||
-      cudaMemcpy(out, d.out, (size_t)(T * H) * 2, cudaMemcpyDeviceToHost) ||
-      cudaMemcpy(ids, d.ids_out, (size_t)(T * K) * 4, cudaMemcpyDeviceToHost))
+  if (checked_replay(s, cap[0].exec, &d, T, H, K, out, ids))
     FAIL("checked replay: %s", cudaGetErrorString(cudaGetLastError()));
   uint8_t hit[2048] = {0};
   for (int64_t i = 0; i < T * K; ++i)
@@ -220,39 +338,63 @@ static void run_point(bench* b, int ci, const bench_weights* w, const bench_inpu
       hit[ids[i]] = 1;
       ++p->slots;
     }
-  if (b->args.check_tokens > 0) {
-    const int64_t S = bench_sample_rows(T, b->args.check_tokens, 0xBE7C4ull + (uint64_t)T, rows);
+  const int n_check = b->args.check_tokens;
+  const int64_t S = n_check > 0 ? bench_sample_rows(T, n_check, 0xBE7C4ull + (uint64_t)T, rows) : 0;
+  if (n_check > 0) {
     bench_check chk;
-    st = bench_check_against_cpu(api, b->cpu, w, in, rows, S, out, ids, &chk);
+    int32_t st = bench_check_against_cpu(api, b->cpu, w, in, rows, S, out, ids, &chk);
     if (st != FP8MOE_STATUS_OK) FAIL("CPU oracle: status %d", (int)st);
     p->check_tokens = (int)S;
     p->rel_err = chk.rel_err;
     p->ids_mismatch = chk.ids_mismatch;
     if (!chk.ok) {
-      p->status = 1;
-      snprintf(p->note, sizeof p->note, "differs from the CPU backend: rel err %.3e, %lld unwritten, %lld non-finite",
-               chk.rel_err, (long long)chk.unwritten, (long long)chk.nonfinite_bad);
+      check_failed(p, "", &chk);
       goto done; /* a wrong result is never timed or reported as a speed */
     }
     if (chk.ids_mismatch) snprintf(p->note, sizeof p->note, "%lld sampled ids differ (near-ties)", (long long)chk.ids_mismatch);
   }
 
-  /* Time it. */
-  if (bench_time_graph(&b->timer, exec, b->args.warmup, b->args.warmup_ms, b->args.replays, p->replay_us) != 0)
-    FAIL("timed replays: %s", cudaGetErrorString(cudaGetLastError()));
+  /* B: the same capture and check, into its own outputs; a wrong B fails the point just as a wrong A does. */
+  if (ab) {
+    if (capture_run(&b->plugin[1], w, &db, T, s, &cap[1], why, sizeof why) != 0) FAIL("B: %.196s", why);
+    if (checked_replay(s, cap[1].exec, &db, T, H, K, out, ids))
+      FAIL("B: checked replay: %s", cudaGetErrorString(cudaGetLastError()));
+    if (n_check > 0) {
+      bench_check chk;
+      int32_t st = bench_check_against_cpu(api, b->cpu, w, in, rows, S, out, ids, &chk);
+      if (st != FP8MOE_STATUS_OK) FAIL("B: CPU oracle: status %d", (int)st);
+      p->ab_rel_err = chk.rel_err;
+      if (!chk.ok) {
+        check_failed(p, "B ", &chk);
+        goto done; /* nor is a point whose B is wrong: its ratio would compare against a wrong result */
+      }
+      if (chk.ids_mismatch) {
+        const size_t used = strlen(p->note);
+        snprintf(p->note + used, sizeof p->note - used, "%sB: %lld sampled ids differ (near-ties)", used ? "; " : "",
+                 (long long)chk.ids_mismatch);
+      }
+    }
+  }
+
+  /* Time it (with B: in pairs, A's half of each pair is A's replay). */
+  if (time_point(b, cap, p) != 0) FAIL("timed replays: %s", cudaGetErrorString(cudaGetLastError()));
   p->n_replays = b->args.replays;
   bench_stats(p->replay_us, p->n_replays, &p->median_us, &p->p90_us);
+  if (ab) {
+    p->n_ab_replays = b->args.replays;
+    ab_stats(p);
+  }
 
   bench_chain chain;
-  if (bench_chain_of(graph, &chain) == 0) {
+  if (bench_chain_of(cap[0].graph, &chain) == 0) {
     const int last = route_prefix(&chain);
-    if (last >= 0) p->route_us = prefix_median(b, graph, &chain, last + 1, scratch);
+    if (last >= 0) p->route_us = prefix_median(b, cap[0].graph, &chain, last + 1, scratch);
     if (b->args.stages) {
       p->stage_us = calloc((size_t)chain.n, sizeof(double));
       p->stage_name = calloc((size_t)chain.n, sizeof *p->stage_name);
       double prev = 0;
       for (int k = 0; p->stage_us && p->stage_name && k < chain.n; ++k) {
-        const double t = prefix_median(b, graph, &chain, k + 1, scratch);
+        const double t = prefix_median(b, cap[0].graph, &chain, k + 1, scratch);
         p->stage_us[k] = t - prev;
         memcpy(p->stage_name[k], chain.name[k], sizeof p->stage_name[k]);
         prev = t;
@@ -270,9 +412,8 @@ static void run_point(bench* b, int ci, const bench_weights* w, const bench_inpu
 done:
 #undef FAIL
   if (p->status == 1 || p->status == 2) ++b->failures;
-  if (exec) cudaGraphExecDestroy(exec);
-  if (graph) cudaGraphDestroy(graph);
-  cudaFree(ws);
+  capture_free(&cap[0]);
+  capture_free(&cap[1]);
   cudaFree(d.hidden);
   cudaFree(d.logits);
   cudaFree(d.bias);
@@ -280,6 +421,9 @@ done:
   cudaFree(d.out);
   cudaFree(d.ids_out);
   cudaFree(d.w_out);
+  cudaFree(db.out);
+  cudaFree(db.ids_out);
+  cudaFree(db.w_out);
   cudaGetLastError();
   free(out);
   free(ids);
@@ -300,9 +444,12 @@ static void print_point(const bench_point* p) {
     return;
   }
   printf("  %-16s %-7s %-7s T=%-5lld %9.1f us (p90 %9.1f) route+perm %6.1f us  %7.1f TFLOP/s  %5.0f GB/s  "
-         "%.2f of roofline  rel err %.1e\n",
+         "%.2f of roofline  rel err %.1e",
          c->model->name, bench_format_short(c->format), bench_routing_name(p->routing), (long long)p->T, p->median_us,
          p->p90_us, p->route_us, p->tflops, p->weight_gbs, p->fraction, p->rel_err);
+  if (p->n_ab_replays)
+    printf("  B %.1f us  B/A %.4f (B faster in %d of %d)", p->ab_median_us, p->ab_ratio, p->ab_wins, p->n_ab_replays);
+  putchar('\n');
   if (p->n_stages) {
     printf("    stages (prefix-graph differences, µs):");
     for (int k = 0; k < p->n_stages; ++k) printf(" %s %.1f%s", p->stage_name[k], p->stage_us[k], k + 1 < p->n_stages ? "," : "\n");
@@ -402,11 +549,26 @@ int main(int argc, char** argv) {
     bench_print_usage(argv[0]);
     return 0;
   }
-  if (open_plugin(&b) != 0) return 3;
+  b.n_plugins = bench_args_ab(&b.args) ? 2 : 1;
+  const char* path_a = plugin_path(&b.args);
+  const char* path_b = b.args.ab_library ? b.args.ab_library : path_a;
+  if (open_plugin(path_a, "", &b.plugin[0]) != 0) return 3;
+  if (b.n_plugins == 2 && open_plugin(path_b, "B: ", &b.plugin[1]) != 0) return 3;
   int rc = open_contexts(&b);
   if (rc != 0) return rc == 77 ? 77 : 3;
+  if (b.n_plugins == 2) {
+    b.run.ab = 1;
+    snprintf(b.run.ab_library, sizeof b.run.ab_library, "%s", path_b);
+    if (open_ab_context(&b) != 0) return 3;
+  }
   read_metadata(&b, argc, argv);
   printf("fp8moe-bench on %s, driver %s, %s; commit %s\n", b.run.gpu, b.run.driver, b.run.clocks, b.run.commit);
+  if (b.run.ab) {
+    const char* ambient = getenv(FALLBACK_ENV);
+    printf("A/B: A = %s with %s%s%s, B = %s with %s%s%s; replays in interleaved pairs, order alternating\n", path_a,
+           FALLBACK_ENV, ambient ? "=" : " unset", ambient ? ambient : "", b.run.ab_library, FALLBACK_ENV,
+           b.run.ab_env_set ? "=" : " unset", b.run.ab_env);
+  }
   if (b.args.rooflines) {
     if (bench_measure_rooflines(&b.run.roof, b.args.case_mask, err, sizeof err) != 0) {
       fprintf(stderr, "fp8moe-bench: %s\n", err);
@@ -418,7 +580,8 @@ int main(int argc, char** argv) {
   printf("rooflines (%.1f s): read %.0f GB/s, copy %.0f GB/s, FP8 8192^3 %.0f TFLOP/s per-tensor, %.0f block\n",
          since(&b.t0), b.run.roof.read_gbs, b.run.roof.copy_gbs, b.run.roof.dense.tensor_tflops,
          b.run.roof.dense.block_tflops);
-  if (bench_timer_init(&b.timer, b.args.flush_bytes, b.args.replays) != 0) {
+  /* A pair is two replays: the timer holds events for 2 · replays with B. */
+  if (bench_timer_init(&b.timer, b.args.flush_bytes, b.n_plugins * b.args.replays) != 0) {
     fprintf(stderr, "fp8moe-bench: timer setup: %s\n", cudaGetErrorString(cudaGetLastError()));
     return 3;
   }
@@ -455,11 +618,16 @@ int main(int argc, char** argv) {
     free(b.run.points[i].replay_us);
     free(b.run.points[i].stage_us);
     free(b.run.points[i].stage_name);
+    free(b.run.points[i].ab_replay_us);
   }
   free(b.run.points);
   bench_timer_free(&b.timer);
-  b.api->context_destroy(b.gpu);
-  b.api->context_destroy(b.cpu);
+  b.plugin[0].api->context_destroy(b.plugin[0].gpu);
+  b.plugin[0].api->context_destroy(b.cpu);
+  if (b.n_plugins == 2) {
+    b.plugin[1].api->context_destroy(b.plugin[1].gpu);
+    dlclose(b.plugin[1].so); /* A's handle stays open to the end, as before: B's is the one this run added */
+  }
   if (rc == 3) return 3;
   return b.failures ? 1 : 0;
 }

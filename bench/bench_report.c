@@ -65,6 +65,29 @@ static void write_stages_markdown(FILE* f, const bench_run* run) {
   }
 }
 
+/* Paired A/B (--ab-library, --ab-env): B beside A per point. The ratio is the median of per-pair ratios, not
+ * the ratio of the two medians: each pair ran back to back, so the drift between pairs cancels. */
+static void write_ab_markdown(FILE* f, const bench_run* run) {
+  if (!run->ab) return;
+  fprintf(f, "\nA/B (B = %s with FP8MOE_CUDA_GEMM_FALLBACK%s%s; replays in interleaved pairs, order alternating):\n\n",
+          run->ab_library, run->ab_env_set ? "=" : " unset", run->ab_env);
+  fprintf(f, "| shape | format | routing | T | A µs | B µs | B/A (paired median) | B faster in | B rel err |\n");
+  fprintf(f, "|---|---|---|---|---|---|---|---|---|\n");
+  for (int i = 0; i < run->n_points; ++i) {
+    const bench_point* p = &run->points[i];
+    const bench_case* c = bench_case_at((size_t)p->case_index);
+    char a[32], b[32], ratio[32] = "–", wins[32] = "–", err[32] = "–";
+    const int timed = p->n_ab_replays > 0 && p->n_replays > 0;
+    fmt_us(a, sizeof a, timed ? p->median_us : -1);
+    fmt_us(b, sizeof b, timed ? p->ab_median_us : -1);
+    if (timed) snprintf(ratio, sizeof ratio, "%.4f", p->ab_ratio);
+    if (timed) snprintf(wins, sizeof wins, "%d of %d", p->ab_wins, p->n_ab_replays);
+    if (p->ab_rel_err >= 0) snprintf(err, sizeof err, "%.1e", p->ab_rel_err);
+    fprintf(f, "| %s | %s | %s | %lld | %s | %s | %s | %s | %s |\n", c->model->name, bench_format_short(c->format),
+            bench_routing_name(p->routing), (long long)p->T, a, b, ratio, wins, err);
+  }
+}
+
 void bench_write_markdown(FILE* f, const bench_run* run) {
   fprintf(f, "| shape | format | routing | T | µs median | p90 | route+perm µs | TFLOP/s | weight GB/s | experts hit "
              "| floor µs | bound | fraction of roofline | peer µs | peer/ours | rel err | status |\n");
@@ -86,6 +109,7 @@ void bench_write_markdown(FILE* f, const bench_run* run) {
             p->n_replays ? (p->floor.compute_bound ? "compute" : "memory") : "–", p->fraction, peer, ratio, p->rel_err,
             status_name(p->status), p->note[0] ? ": " : "", p->note);
   }
+  write_ab_markdown(f, run);
   write_stages_markdown(f, run);
 }
 
@@ -117,6 +141,40 @@ static void jgemm(FILE* f, const bench_gemm_rate* g) {
   fputs(",\"block_tflops\":", f);
   jnum(f, g->block_tflops);
   fputc('}', f);
+}
+
+static void jarray(FILE* f, const double* v, int n) {
+  fputc('[', f);
+  for (int k = 0; k < n; ++k) {
+    if (k) fputc(',', f);
+    jnum(f, v[k]);
+  }
+  fputc(']', f);
+}
+
+/* The top-level "ab": B's library and the FALLBACK value its context saw (null: unset), or null without B. */
+static void jab_run(FILE* f, const bench_run* run) {
+  jkey(f, "ab");
+  if (!run->ab) {
+    fputs("null", f);
+    return;
+  }
+  fputc('{', f);
+  jkey(f, "library"), jstr(f, run->ab_library), fputc(',', f);
+  jkey(f, "env");
+  if (run->ab_env_set) jstr(f, run->ab_env);
+  else fputs("null", f);
+  fputc('}', f);
+}
+
+/* A point's B keys (only in A/B runs); numbers B was not timed or checked for are null. */
+static void jab_point(FILE* f, const bench_point* p) {
+  const int timed = p->n_ab_replays > 0;
+  jkey(f, "ab_median_us"), jnum(f, timed ? p->ab_median_us : NAN), fputc(',', f);
+  jkey(f, "ab_ratio"), jnum(f, timed ? p->ab_ratio : NAN), fputc(',', f);
+  fprintf(f, "\"ab_wins\":%d,", p->ab_wins);
+  jkey(f, "ab_rel_err"), jnum(f, p->ab_rel_err >= 0 ? p->ab_rel_err : NAN), fputc(',', f);
+  jkey(f, "ab_replay_us"), jarray(f, p->ab_replay_us, p->n_ab_replays), fputc(',', f);
 }
 
 int bench_write_json(FILE* f, const bench_run* run) {
@@ -158,7 +216,9 @@ int bench_write_json(FILE* f, const bench_run* run) {
     jgemm(f, &r->per_case[i]);
     fputc('}', f);
   }
-  fputs("]},\"points\":[", f);
+  fputs("]},", f);
+  jab_run(f, run);
+  fputs(",\"points\":[", f);
   for (int i = 0; i < run->n_points; ++i) {
     const bench_point* p = &run->points[i];
     const bench_case* c = bench_case_at((size_t)p->case_index);
@@ -188,12 +248,9 @@ int bench_write_json(FILE* f, const bench_run* run) {
     fprintf(f, "\"bound\":\"%s\",\"experts_hit\":%d,\"slots\":%lld,\"check_tokens\":%d,\"ids_mismatch\":%lld,",
             p->floor.compute_bound ? "compute" : "memory", (int)p->experts_hit, (long long)p->slots, p->check_tokens,
             (long long)p->ids_mismatch);
-    fputs("\"replay_us\":[", f);
-    for (int k = 0; k < p->n_replays; ++k) {
-      if (k) fputc(',', f);
-      jnum(f, p->replay_us[k]);
-    }
-    fputs("],\"stages\":[", f);
+    if (run->ab) jab_point(f, p);
+    jkey(f, "replay_us"), jarray(f, p->replay_us, p->n_replays);
+    fputs(",\"stages\":[", f);
     for (int k = 0; k < p->n_stages; ++k) {
       if (k) fputc(',', f);
       fputs("{\"name\":", f);

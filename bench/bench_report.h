@@ -48,6 +48,13 @@ typedef struct bench_point {
   int check_tokens;
   double rel_err;
   int64_t ids_mismatch;   /* sampled (token, slot) ids that differ from the CPU backend */
+  /* Paired A/B (bench_run.ab): B's replays, each paired with replay_us[i] of A (interleaved, order alternating). */
+  double* ab_replay_us;   /* [n_ab_replays], owned; n_ab_replays = 0 when B was not timed */
+  int n_ab_replays;
+  double ab_median_us;
+  double ab_ratio;        /* median over pairs of B/A */
+  int ab_wins;            /* pairs in which B was faster */
+  double ab_rel_err;      /* B's check against the CPU backend; < 0 = not checked */
 } bench_point;
 
 typedef struct bench_run {
@@ -55,6 +62,10 @@ typedef struct bench_run {
   int sm_count;
   double l2_mib;
   bench_rooflines roof;
+  int ab;                 /* 1: a second plugin B was timed in pairs with this one (--ab-library, --ab-env) */
+  char ab_library[512];   /* B's path */
+  char ab_env[128];       /* FP8MOE_CUDA_GEMM_FALLBACK while B's context was created ... */
+  int ab_env_set;         /* ... or 0: unset */
   bench_point* points;
   int n_points;
   double elapsed_s;

@@ -30,6 +30,11 @@ POINT = {"shape": str, "format": str, "routing": str, "T": int, "E": int, "K": i
          "experts_hit": int, "slots": int, "check_tokens": int, "ids_mismatch": int, "replay_us": list,
          "stages": list}
 STATUSES = {"ok", "check-failed", "error", "skipped"}
+# Paired A/B runs (--ab-library, --ab-env): "ab" at the top (null, or absent in older reports, without a B) and
+# these keys in every point when it is an object.
+AB = {"library": str, "env": (str, type(None))}
+AB_POINT = {"ab_median_us": OPT_NUM, "ab_ratio": OPT_NUM, "ab_wins": int, "ab_rel_err": OPT_NUM,
+            "ab_replay_us": list}
 
 
 class SchemaError(Exception):
@@ -56,6 +61,8 @@ def validate(doc):
     check_fields(doc["gpu"], GPU, "gpu")
     check_fields(doc["rooflines"], ROOF, "rooflines")
     check_fields(doc["rooflines"]["dense_8192"], GEMM, "rooflines.dense_8192")
+    if doc.get("ab") is not None:
+        check_fields(doc["ab"], AB, "ab")
     for i, g in enumerate(doc["rooflines"]["gemm1"]):
         check_fields(g, {"shape": str, "format": str, "rate": dict}, f"rooflines.gemm1[{i}]")
         check_fields(g["rate"], GEMM, f"rooflines.gemm1[{i}].rate")
@@ -71,6 +78,21 @@ def validate(doc):
                 raise SchemaError(f"{where}.median_us: an ok point needs a positive median")
         for j, s in enumerate(p["stages"]):
             check_fields(s, {"name": str, "us": OPT_NUM}, f"{where}.stages[{j}]")
+        if doc.get("ab") is not None:
+            validate_ab_point(p, where)
+
+
+def validate_ab_point(p, where):
+    check_fields(p, AB_POINT, where)
+    if p["status"] == "ok":
+        b = p["ab_replay_us"]
+        if len(b) != len(p["replay_us"]) or not all(isinstance(x, NUM) and x > 0 for x in b):
+            raise SchemaError(f"{where}.ab_replay_us: an ok A/B point needs one positive B time per A replay")
+        for key in ("ab_median_us", "ab_ratio"):
+            if not isinstance(p[key], NUM) or p[key] <= 0:
+                raise SchemaError(f"{where}.{key}: an ok A/B point needs a positive value")
+        if not 0 <= p["ab_wins"] <= len(b):
+            raise SchemaError(f"{where}.ab_wins: {p['ab_wins']} of {len(b)} pairs")
 
 
 def load(path):
@@ -128,10 +150,27 @@ def compare(a, b, max_spread):
     return 1 if worst["memory"][0] > max_spread else 0
 
 
+def with_ab(doc):
+    """A copy of a report as an A/B run would write it: B 2 % faster than A in every pair."""
+    d = copy.deepcopy(doc)
+    d["ab"] = {"library": "/b/libfp8moe.so.1", "env": None}
+    for p in d["points"]:
+        b = [0.98 * x for x in p["replay_us"] if isinstance(x, NUM)]
+        timed = p["status"] == "ok" and b
+        p.update(ab_median_us=0.98 * p["median_us"] if timed else None, ab_ratio=0.98 if timed else None,
+                 ab_wins=len(b), ab_rel_err=p["rel_err"], ab_replay_us=b)
+    return d
+
+
 def selftest(path):
     doc = load(path)
     validate(doc)
+    ab = with_ab(doc)
+    validate(ab)
     broken = []
+    d = copy.deepcopy(ab); d["ab"]["env"] = 1; broken.append(("ab.env", d))
+    d = copy.deepcopy(ab); del d["points"][0]["ab_ratio"]; broken.append(("A/B point without ab_ratio", d))
+    d = copy.deepcopy(ab); d["points"][0]["ab_replay_us"] = []; broken.append(("ok A/B point without B replays", d))
     d = copy.deepcopy(doc); d["schema"] = "other/9"; broken.append(("schema tag", d))
     d = copy.deepcopy(doc); del d["points"][0]["median_us"]; broken.append(("missing field", d))
     d = copy.deepcopy(doc); d["points"][0]["T"] = "1"; broken.append(("string for int", d))

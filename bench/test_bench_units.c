@@ -55,7 +55,17 @@ static void test_args(void) {
   EXPECT(parse(&a, "--stages --no-rooflines --plant-wrong-scale --budget-s 60") == 0 && a.stages && !a.rooflines &&
              a.plant_wrong_scale && a.budget_s == 60,
          "flags");
-  const char* bad[] = {"--tokens 0", "--tokens 16385", "--tokens 1,x", "--replays 4", "--format fp4", "--shape gpt",
+  EXPECT(parse(&a, "") == 0 && !a.ab_library && !a.ab_env && !bench_args_ab(&a), "no B by default");
+  EXPECT(parse(&a, "--ab-library /tmp/b/libfp8moe.so.1 --replays 40") == 0 && a.ab_library &&
+             strcmp(a.ab_library, "/tmp/b/libfp8moe.so.1") == 0 && !a.ab_env && bench_args_ab(&a) && a.replays == 40,
+         "--ab-library");
+  EXPECT(parse(&a, "--ab-env lw --shape qwen3-30b-a3b") == 0 && a.ab_env && strcmp(a.ab_env, "lw") == 0 &&
+             !a.ab_library && bench_args_ab(&a) && popcount(a.case_mask) == 2,
+         "--ab-env alone: B is A's library");
+  EXPECT(parse(&a, "--ab-env - --ab-library x.so") == 0 && strcmp(a.ab_env, "-") == 0 &&
+             strcmp(a.ab_library, "x.so") == 0 && bench_args_ab(&a),
+         "--ab-env - (unset for B) with --ab-library");
+  const char* bad[] = {"--ab-library", "--ab-env", "--ab-env --replays 5", "--ab-env l,w", "--ab-env l=1","--tokens 0", "--tokens 16385", "--tokens 1,x", "--replays 4", "--format fp4", "--shape gpt",
                        "--routing zipf", "--flush-mib 100", "--warmup-ms -1", "--warmup-ms 60001", "--bogus", "--json", "--shape mixtral-8x7b --format block",
                        "--tokens 1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) EXPECT(parse(&a, bad[i]) != 0, "'%s' must be refused", bad[i]);
@@ -76,6 +86,28 @@ static void test_stats(void) {
   const double odd[] = {5, 1, 3};
   bench_stats(odd, 3, &med, &p90);
   EXPECT(med == 3 && p90 == 5, "n = 3: median %g p90 %g", med, p90);
+}
+
+static void test_paired_stats(void) {
+  double ratio;
+  int wins;
+  /* Per-pair ratios 1.1, 0.95, 1.1: median 1.1, although the ratio of the medians is 190 / 200 = 0.95. */
+  const double a3[] = {100, 200, 300}, b3[] = {110, 190, 330};
+  bench_paired_stats(a3, b3, 3, &ratio, &wins);
+  EXPECT(fabs(ratio - 1.1) < 1e-12 && wins == 1, "n = 3: ratio %.17g, B faster in %d", ratio, wins);
+  /* Ratios 1.2, 0.9, 1.0, 0.9 (unsorted): median (0.9 + 1.0) / 2; a tie (40, 40) is no win. */
+  const double a4[] = {10, 20, 40, 50}, b4[] = {12, 18, 40, 45};
+  bench_paired_stats(a4, b4, 4, &ratio, &wins);
+  EXPECT(fabs(ratio - 0.95) < 1e-12 && wins == 2, "n = 4: ratio %.17g, B faster in %d", ratio, wins);
+  EXPECT(a4[0] == 10 && b4[0] == 12, "inputs untouched");
+  const double a1 = 80, b1 = 60;
+  bench_paired_stats(&a1, &b1, 1, &ratio, &wins);
+  EXPECT(ratio == 0.75 && wins == 1, "n = 1: ratio %g, B faster in %d", ratio, wins);
+  /* B faster in every pair: the count is n, whatever the order of the pairs. */
+  double a30[30], b30[30];
+  for (int i = 0; i < 30; ++i) a30[i] = 100 + (i * 7) % 30, b30[i] = 0.98 * a30[i];
+  bench_paired_stats(a30, b30, 30, &ratio, &wins);
+  EXPECT(fabs(ratio - 0.98) < 1e-12 && wins == 30, "n = 30: ratio %.17g, B faster in %d", ratio, wins);
 }
 
 static void test_floor(void) {
@@ -166,6 +198,12 @@ static void test_writers(const char* json_path) {
   EXPECT(strstr(buf, "| deepseek-v3 | block | uniform | 1 | 114.5 | 126.0 |") != NULL, "markdown row: %s", buf);
   EXPECT(strstr(buf, "| 120.0 | 1.05 |") != NULL, "peer ratio column");
   EXPECT(strstr(buf, "skipped: time budget spent") != NULL, "skipped point shown");
+  EXPECT(strstr(buf, "A/B") == NULL, "no A/B table without B");
+  f = fmemopen(buf, sizeof buf, "w");
+  EXPECT(f && bench_write_json(f, &r) == 0, "json written");
+  if (f) fclose(f);
+  EXPECT(strstr(buf, ",\"ab\":null,\"points\":[") != NULL && strstr(buf, "\"ab_") == NULL,
+         "without B: \"ab\" is null, no per-point B keys");
   if (json_path) {
     FILE* out = fopen(json_path, "w");
     EXPECT(out && bench_write_json(out, &r) == 0, "sample json to %s", json_path);
@@ -173,12 +211,66 @@ static void test_writers(const char* json_path) {
   }
 }
 
+/* The same run with a B: its table, line by line, and its JSON keys. */
+static void test_ab_writers(void) {
+  bench_run r;
+  bench_point pts[2];
+  double replays[30], ab[30];
+  sample_run(&r, pts, replays);
+  for (int i = 0; i < 30; ++i) ab[i] = i % 3 ? 0.9 * replays[i] : 1.2 * replays[i]; /* B wins 20 of 30 */
+  r.ab = 1;
+  snprintf(r.ab_library, sizeof r.ab_library, "/b/libfp8moe.so.1");
+  snprintf(r.ab_env, sizeof r.ab_env, "l");
+  r.ab_env_set = 1;
+  pts[0].ab_replay_us = ab;
+  pts[0].n_ab_replays = 30;
+  bench_paired_stats(replays, ab, 30, &pts[0].ab_ratio, &pts[0].ab_wins);
+  double p90;
+  bench_stats(ab, 30, &pts[0].ab_median_us, &p90);
+  pts[0].ab_rel_err = 3.2e-3;
+  pts[1].ab_rel_err = -1;
+  EXPECT(pts[0].ab_wins == 20 && pts[0].ab_ratio == 0.9, "sample pairs: %d wins, ratio %g", pts[0].ab_wins,
+         pts[0].ab_ratio);
+  char buf[16384];
+  FILE* f = fmemopen(buf, sizeof buf, "w");
+  if (f) {
+    bench_write_markdown(f, &r);
+    fclose(f);
+  }
+  EXPECT(strstr(buf, "A/B (B = /b/libfp8moe.so.1 with FP8MOE_CUDA_GEMM_FALLBACK=l;") != NULL, "A/B header: %s", buf);
+  EXPECT(strstr(buf, "| shape | format | routing | T | A µs | B µs | B/A (paired median) | B faster in | B rel err |") !=
+             NULL,
+         "A/B table header");
+  EXPECT(strstr(buf, "| deepseek-v3 | block | uniform | 1 | 114.5 | 110.2 | 0.9000 | 20 of 30 | 3.2e-03 |") != NULL,
+         "A/B row: %s", buf);
+  EXPECT(strstr(buf, "| deepseek-v3 | block | skewed | 1 | – | – | – | – | – |") != NULL, "untimed A/B row");
+  EXPECT(strstr(buf, "| 120.0 | 1.05 |") != NULL, "the main table stays");
+  f = fmemopen(buf, sizeof buf, "w");
+  EXPECT(f && bench_write_json(f, &r) == 0, "A/B json written");
+  if (f) fclose(f);
+  EXPECT(strstr(buf, "\"ab\":{\"library\":\"/b/libfp8moe.so.1\",\"env\":\"l\"}") != NULL, "run's ab: %s", buf);
+  EXPECT(strstr(buf, "\"ab_median_us\":110.25,") != NULL && strstr(buf, "\"ab_ratio\":0.9,") != NULL &&
+             strstr(buf, "\"ab_wins\":20,") != NULL && strstr(buf, "\"ab_rel_err\":0.0032,") != NULL &&
+             strstr(buf, "\"ab_replay_us\":[120,90.9") != NULL,
+         "point's ab keys: %s", buf);
+  EXPECT(strstr(buf, "\"ab_median_us\":null,\"ab_ratio\":null,\"ab_wins\":0,\"ab_rel_err\":null,\"ab_replay_us\":[]") !=
+             NULL,
+         "untimed point's ab keys are null");
+  r.ab_env_set = 0;
+  f = fmemopen(buf, sizeof buf, "w");
+  EXPECT(f && bench_write_json(f, &r) == 0, "A/B json written");
+  if (f) fclose(f);
+  EXPECT(strstr(buf, "\"env\":null}") != NULL, "env unset for B is null");
+}
+
 int main(int argc, char** argv) {
   const char* json_path = argc > 2 && strcmp(argv[1], "--json") == 0 ? argv[2] : NULL;
   test_args();
   test_stats();
+  test_paired_stats();
   test_floor();
   test_writers(json_path);
+  test_ab_writers();
   printf("test_bench_units: %d passed, %d failed\n", checks - failures, failures);
   return failures ? 1 : 0;
 }

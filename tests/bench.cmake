@@ -1,6 +1,7 @@
 # fp8moe-bench's own tests (docs/PERFORMANCE.md): the GPU-free core everywhere; the bench itself on a GPU
-# (label `gpu`, skipped with 77 without one): a short run that must pass its CPU check, and a run with a
-# planted wrong scale that must fail it.
+# (label `gpu`, skipped with 77 without one): a short run that must pass its CPU check, a paired A/B run (B: a second
+# context of the same library with FALLBACK "l", so both its capture and its check run), and a run with a planted
+# wrong scale that must fail it.
 if(TARGET fp8moe_bench_core)
   add_executable(test_bench_units ${PROJECT_SOURCE_DIR}/bench/test_bench_units.c)
   target_compile_options(test_bench_units PRIVATE ${FP8MOE_C_WARNINGS})
@@ -19,10 +20,11 @@ endif()
 if(TARGET fp8moe-bench)
   set(_bench_quick --shape qwen3-30b-a3b --tokens 1,64 --replays 5 --warmup 1 --no-rooflines --check-tokens 8)
   add_test(NAME bench_gpu_smoke COMMAND fp8moe-bench ${_bench_quick} --stages)
+  add_test(NAME bench_gpu_ab_smoke COMMAND fp8moe-bench ${_bench_quick} --ab-env l)
   add_test(NAME bench_gpu_planted_wrong_scale
            COMMAND sh -c "out=$(\"$0\" \"$@\"); rc=$?; printf '%s\\n' \"$out\" | grep -E 'CHECK FAILED|skipped|points'; [ $rc -eq 77 ] && exit 77; [ $rc -eq 1 ]"
                    $<TARGET_FILE:fp8moe-bench> ${_bench_quick} --plant-wrong-scale)
-  set_tests_properties(bench_gpu_smoke bench_gpu_planted_wrong_scale PROPERTIES
+  set_tests_properties(bench_gpu_smoke bench_gpu_ab_smoke bench_gpu_planted_wrong_scale PROPERTIES
                        LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 300
                        ENVIRONMENT "FP8MOE_LIBRARY=$<TARGET_FILE:fp8moe>")
 endif()
