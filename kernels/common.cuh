@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "kernels_internal.h"
+#include "scale_div.h"
 #include "tensor_internal.h"
 
 namespace fp8moe {
@@ -103,6 +104,26 @@ __device__ __forceinline__ float finite_abs(float x) { return isfinite(x) ? fabs
 
 /* s = max(amax / 448, FLT_MIN), IEEE division. */
 __device__ __forceinline__ float dynamic_scale(float amax) { return fmaxf(amax / kE4m3Max, 1.17549435e-38f); }
+
+/* A scale as the encoding divides by it: where fp8moe_scale_div_fast_ok(s), x / s comes by the correctly rounded
+ * reciprocal and one correction (kernels/scale_div.h: the same e4m3 codes as the IEEE division, checked by
+ * tests/test_scale_div.c; GEMM1's requantization does the same), ~4 instructions per element instead of the
+ * division's ~9 and its slow-path test; otherwise by division. One scale covers a warp's group or a whole row, so
+ * the path is uniform where it is chosen. */
+struct EncodeScale {
+  float s, r;
+  bool fast;
+};
+__device__ __forceinline__ EncodeScale encode_scale(float s) {
+  return {s, __frcp_rn(s), fp8moe_scale_div_fast_ok(s) != 0};
+}
+
+__device__ __forceinline__ uint32_t quant4(float4 v, const EncodeScale& q) {
+  if (q.fast)
+    return e4m3x4(fp8moe_scale_div(v.x, q.s, q.r), fp8moe_scale_div(v.y, q.s, q.r), fp8moe_scale_div(v.z, q.s, q.r),
+                  fp8moe_scale_div(v.w, q.s, q.r));
+  return e4m3x4(v.x / q.s, v.y / q.s, v.z / q.s, v.w / q.s);
+}
 
 __device__ __forceinline__ float warp_max(float v) {
   for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));

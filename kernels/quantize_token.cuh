@@ -43,8 +43,6 @@ __device__ __forceinline__ float amax4(float4 v) {
   return fmaxf(fmaxf(finite_abs(v.x), finite_abs(v.y)), fmaxf(finite_abs(v.z), finite_abs(v.w)));
 }
 
-__device__ __forceinline__ uint32_t quant4(float4 v, float s) { return e4m3x4(v.x / s, v.y / s, v.z / s, v.w / s); }
-
 /* The max of v over the block (every thread gets it). */
 template <int THREADS>
 __device__ __forceinline__ float block_max(float v) {
@@ -117,7 +115,7 @@ __device__ __forceinline__ void quantize_token(const fp8moe_quantize_input_args&
         if (g >= groups) break;
         const float4 v = scaled4(a, raw[b], wt);
         const float s = dynamic_scale(warp_max(amax4(v)));
-        out[g * 32 + lane] = quant4(v, s);
+        out[g * 32 + lane] = quant4(v, encode_scale(s));
         if (lane == 0) a.xs[t * groups + g] = s;
       }
     }
@@ -133,13 +131,14 @@ __device__ __forceinline__ void quantize_token(const fp8moe_quantize_input_args&
     s = dynamic_scale(block_max<THREADS>(thread_amax<THREADS>(a, t, wt)));
     if (threadIdx.x == 0) a.xs[t] = s;
   }
+  const EncodeScale q = encode_scale(s);
   for (int64_t i0 = threadIdx.x * 4; i0 < a.H; i0 += kQuantBatch * THREADS * 4) {
     uint2 raw[kQuantBatch];
     load_pieces<THREADS>(a, t, i0, raw);
 #pragma unroll
     for (int b = 0; b < kQuantBatch; ++b) {
       const int64_t i = i0 + b * THREADS * 4;
-      if (i < a.H) out[i / 4] = quant4(scaled4(a, raw[b], wt), s);
+      if (i < a.H) out[i / 4] = quant4(scaled4(a, raw[b], wt), q);
     }
   }
 }
