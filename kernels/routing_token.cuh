@@ -420,90 +420,88 @@ __device__ __forceinline__ bool route_token(const fp8moe_routing_args& a, int64_
   int32_t my_e = 0;
   bool my_valid = false; /* the key was above −Inf when picked (else a weight-0 filler) */
   float s = 0.0f;        /* the sanitized logit (post_weight: its post value) of slot lane */
-  if constexpr (kSorted) {
-    if (from <= kPhaseTopK) {
+  if (from <= kPhaseTopK) {
     uint32_t ord[PL];
 #pragma unroll
     for (int j = 0; j < PL; ++j) ord[j] = lane + 32 * j < E ? order_word(key[j]) : 0u;
-    uint32_t perm = sort_lane<PL>(ord);
-    for (int32_t k = 0; k < a.K; ++k) {
-      const uint32_t head = ord[0];
-      const uint32_t top = lanes_max(head);
-      const uint32_t tied = __ballot_sync(0xffffffffu, head == top);
-      uint32_t idx;
-      bool mine; /* this lane owns the round's pick: its head goes */
-      if (__popc(tied) == 1) { /* the usual case, as in the rescanning rounds below */
-        const int owner = __ffs(tied) - 1;
-        mine = (tied >> lane) & 1u;
-        idx = static_cast<uint32_t>(owner) + 32u * (__shfl_sync(0xffffffffu, perm, owner) & 7u);
-      } else {
-        idx = lanes_min(head == top ? static_cast<uint32_t>(lane) + 32u * (perm & 7u) : 0xFFFFFFFFu);
-        mine = static_cast<uint32_t>(lane) == idx % 32u;
-      }
-      if (lane == k) {
-        my_e = static_cast<int32_t>(idx);
-        my_valid = top > kOrderedMinusInf;
-      }
+    if constexpr (kSorted) {
+      uint32_t perm = sort_lane<PL>(ord);
+      for (int32_t k = 0; k < a.K; ++k) {
+        const uint32_t head = ord[0];
+        const uint32_t top = lanes_max(head);
+        const uint32_t tied = __ballot_sync(0xffffffffu, head == top);
+        uint32_t idx;
+        bool mine; /* this lane owns the round's pick: its head goes */
+        if (__popc(tied) == 1) { /* the usual case, as in the rescanning rounds below */
+          const int owner = __ffs(tied) - 1;
+          mine = (tied >> lane) & 1u;
+          idx = static_cast<uint32_t>(owner) + 32u * (__shfl_sync(0xffffffffu, perm, owner) & 7u);
+        } else {
+          idx = lanes_min(head == top ? static_cast<uint32_t>(lane) + 32u * (perm & 7u) : 0xFFFFFFFFu);
+          mine = static_cast<uint32_t>(lane) == idx % 32u;
+        }
+        if (lane == k) {
+          my_e = static_cast<int32_t>(idx);
+          my_valid = top > kOrderedMinusInf;
+        }
 #pragma unroll
-      for (int j = 0; j + 1 < PL; ++j) ord[j] = mine ? ord[j + 1] : ord[j];
-      ord[PL - 1] = mine ? 0u : ord[PL - 1];
-      perm = mine ? perm >> 3 : perm;
-    }
-    /* The slot's sanitized logit, as the keys phase made it (+Inf reads as FLT_MAX; a NaN or −Inf logit is never
-     * valid, and an invalid slot's weight is 0); slot_weight then computes the weight from it by the same
-     * functions the keys phase used (fp8moe_rm_sigmoid, the softmax term over m and denom), so the same bits. */
-    if (lane < a.K) {
-      s = from <= kPhaseLoad ? logit_at(a.logits, t * a.logits.s[0], a.logits.s[1], my_e) : static_cast<float>(my_e);
-      if (s == INFINITY) s = FLT_MAX;
-    }
-    }
-  } else if (from <= kPhaseTopK) {
-    uint32_t ord[PL];
-#pragma unroll
-    for (int j = 0; j < PL; ++j) ord[j] = lane + 32 * j < E ? order_word(key[j]) : 0u;
-    uint32_t best;
-    int best_j;
-    float best_logit;
-    lane_best<PL>(ord, logit, best, best_j, best_logit);
-    for (int32_t k = 0; k < a.K; ++k) {
-      const uint32_t top = lanes_max(best);
-      int owner;
-      uint32_t idx;
-      bool mine; /* this lane owns the round's pick */
-      const uint32_t tied = kV1 ? 0u : __ballot_sync(0xffffffffu, best == top);
-      if (!kV1 && __popc(tied) == 1) {
-        /* One lane holds the maximum (the usual case): it is the owner; no second reduction. It knows so from
-         * the ballot itself, so the next round's chain does not wait for the owner's lane number. */
-        owner = __ffs(tied) - 1;
-        mine = (tied >> lane) & 1u;
-        idx = static_cast<uint32_t>(owner + 32 * __shfl_sync(0xffffffffu, best_j, owner));
-      } else {
-        idx = lanes_min(best == top ? static_cast<uint32_t>(lane + 32 * best_j) : 0xFFFFFFFFu);
-        owner = static_cast<int>(idx % 32);
-        mine = lane == owner;
+        for (int j = 0; j + 1 < PL; ++j) ord[j] = mine ? ord[j + 1] : ord[j];
+        ord[PL - 1] = mine ? 0u : ord[PL - 1];
+        perm = mine ? perm >> 3 : perm;
       }
-      const float ls = __shfl_sync(0xffffffffu, best_logit, owner);
-      if (lane == k) {
-        my_e = static_cast<int32_t>(idx);
-        my_valid = top > kOrderedMinusInf;
-        s = ls;
+      /* The slot's sanitized logit, as the keys phase made it (+Inf reads as FLT_MAX; a NaN or −Inf logit is never
+       * valid, and an invalid slot's weight is 0); slot_weight then computes the weight from it by the same
+       * functions the keys phase used (fp8moe_rm_sigmoid, the softmax term over m and denom), so the same bits.
+       * The warp read that row moments before: an L1 hit. */
+      if (lane < a.K) {
+        s = from <= kPhaseLoad ? logit_at(a.logits, t * a.logits.s[0], a.logits.s[1], my_e) : static_cast<float>(my_e);
+        if (s == INFINITY) s = FLT_MAX;
       }
-      if (kV1) {
-        if (mine) {
+    } else {
+      uint32_t best;
+      int best_j;
+      float best_logit;
+      lane_best<PL>(ord, logit, best, best_j, best_logit);
+      for (int32_t k = 0; k < a.K; ++k) {
+        const uint32_t top = lanes_max(best);
+        int owner;
+        uint32_t idx;
+        bool mine; /* this lane owns the round's pick */
+        const uint32_t tied = kV1 ? 0u : __ballot_sync(0xffffffffu, best == top);
+        if (!kV1 && __popc(tied) == 1) {
+          /* One lane holds the maximum (the usual case): it is the owner; no second reduction. It knows so from
+           * the ballot itself, so the next round's chain does not wait for the owner's lane number. */
+          owner = __ffs(tied) - 1;
+          mine = (tied >> lane) & 1u;
+          idx = static_cast<uint32_t>(owner + 32 * __shfl_sync(0xffffffffu, best_j, owner));
+        } else {
+          idx = lanes_min(best == top ? static_cast<uint32_t>(lane + 32 * best_j) : 0xFFFFFFFFu);
+          owner = static_cast<int>(idx % 32);
+          mine = lane == owner;
+        }
+        const float ls = __shfl_sync(0xffffffffu, best_logit, owner);
+        if (lane == k) {
+          my_e = static_cast<int32_t>(idx);
+          my_valid = top > kOrderedMinusInf;
+          s = ls;
+        }
+        if (kV1) {
+          if (mine) {
 #pragma unroll
-          for (int j = 0; j < PL; ++j)
-            if (j == best_j) ord[j] = 0u;
+            for (int j = 0; j < PL; ++j)
+              if (j == best_j) ord[j] = 0u;
+            lane_best<PL>(ord, logit, best, best_j, best_logit);
+          }
+        } else {
+          /* Every lane rescans, the owner without its pick: the others recompute the best they had (the same
+           * function of the same registers), and no lane diverges — a divergent owner branch cost each round a
+           * reconvergence (BSSY/BSYNC) on the critical path (docs/GPU.md "Small-T prologue", phase trace). */
+#pragma unroll
+          for (int j = 0; j < PL; ++j) ord[j] = mine && j == best_j ? 0u : ord[j];
           lane_best<PL>(ord, logit, best, best_j, best_logit);
         }
-      } else {
-        /* Every lane rescans, the owner without its pick: the others recompute the best they had (the same
-         * function of the same registers), and no lane diverges — a divergent owner branch cost each round a
-         * reconvergence (BSSY/BSYNC) on the critical path (docs/GPU.md "Small-T prologue", phase trace). */
-#pragma unroll
-        for (int j = 0; j < PL; ++j) ord[j] = mine && j == best_j ? 0u : ord[j];
-        lane_best<PL>(ord, logit, best, best_j, best_logit);
+        __syncwarp();
       }
-      __syncwarp();
     }
   }
 
