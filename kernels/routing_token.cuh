@@ -253,15 +253,6 @@ __device__ __forceinline__ uint32_t sort_lane(uint32_t (&ord)[PL]) {
   return perm;
 }
 
-/* Expert e's logit of the row at base (fp32/bf16/fp16, element stride), read again after the top-K rounds: the
- * sorted rounds keep no per-register weight values, and this warp read the row moments before (an L1 hit). */
-__device__ __forceinline__ float logit_at(const fp8moe_kref& r, int64_t base, int64_t stride, int32_t e) {
-  const int64_t o = base + e * stride;
-  if (r.dt == FP8MOE_DT_F32) return static_cast<const float*>(r.data)[o];
-  if (r.dt == FP8MOE_DT_BF16) return __bfloat162float(static_cast<const __nv_bfloat16*>(r.data)[o]);
-  return __half2float(static_cast<const __half*>(r.data)[o]);
-}
-
 /* Methods whose weight is a function of the selected expert's own logit that the key computation already
  * evaluated: softmax over all experts (the weight is the key, e^(x−m)/Σ), and the sigmoid-keyed methods (the
  * weight is σ(x), the key σ(x) [+ bias]). route_token keeps that value per register ("post") instead of the raw
@@ -454,7 +445,7 @@ __device__ __forceinline__ bool route_token(const fp8moe_routing_args& a, int64_
        * functions the keys phase used (fp8moe_rm_sigmoid, the softmax term over m and denom), so the same bits.
        * The warp read that row moments before: an L1 hit. */
       if (lane < a.K) {
-        s = from <= kPhaseLoad ? logit_at(a.logits, t * a.logits.s[0], a.logits.s[1], my_e) : static_cast<float>(my_e);
+        s = from <= kPhaseLoad ? kref_at(a.logits, t, my_e) : static_cast<float>(my_e);
         if (s == INFINITY) s = FLT_MAX;
       }
     } else {
