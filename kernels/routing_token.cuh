@@ -209,45 +209,48 @@ __device__ __forceinline__ void lane_best(const uint32_t (&ord)[PL], const float
   }
 }
 
-/* lane_best as a tree (PL ≤ 8): the same winner (the right operand wins only when strictly larger, so ties
- * keep the lower j), log2(PL) dependent compare-selects instead of PL. It runs once per top-K round on the
- * round's critical path (the owner lane's rescan). */
-template <int PL>
-__device__ __forceinline__ void lane_best_tree(const uint32_t (&ord)[PL], const float (&post)[PL], uint32_t& best,
-                                               int& best_j, float& best_post) {
-  uint32_t w[PL];
-  int jj[PL];
-#pragma unroll
-  for (int j = 0; j < PL; ++j) {
-    w[j] = ord[j];
-    jj[j] = j;
-  }
-#pragma unroll
-  for (int span = 1; span < PL; span *= 2) {
-#pragma unroll
-    for (int i = 0; i + span < PL; i += 2 * span) {
-      const bool right = w[i + span] > w[i];
-      w[i] = right ? w[i + span] : w[i];
-      jj[i] = right ? jj[i + span] : jj[i];
-    }
-  }
-  best = w[0];
-  best_j = jj[0];
-  /* the winner's post value by selects off the chain of the next round (fewer live registers than carrying
-   * it through the tree: routing_kernel's 40-register budget) */
-  best_post = post[0];
-#pragma unroll
-  for (int j = 1; j < PL; ++j)
-    if (best_j == j) best_post = post[j];
+/* One compare-exchange of sort_lane: position x takes the candidate that goes first (larger order word, then lower
+ * register index; indices are distinct, so this is a total order and any sorting network sorts by it). */
+template <int X, int Y, int PL>
+__device__ __forceinline__ void order_pair(uint32_t (&ord)[PL], uint32_t (&jj)[PL]) {
+  const bool swap = ord[Y] > ord[X] || (ord[Y] == ord[X] && jj[Y] < jj[X]);
+  const uint32_t ox = ord[X], jx = jj[X];
+  ord[X] = swap ? ord[Y] : ox;
+  jj[X] = swap ? jj[Y] : jx;
+  ord[Y] = swap ? ox : ord[Y];
+  jj[Y] = swap ? jx : jj[Y];
 }
 
-template <int PL, bool kV1>
-__device__ __forceinline__ void pick_lane_best(const uint32_t (&ord)[PL], const float (&post)[PL], uint32_t& best,
-                                               int& best_j, float& best_post) {
-  if (!kV1 && PL <= 8)
-    lane_best_tree<PL>(ord, post, best, best_j, best_post);
-  else
-    lane_best<PL>(ord, post, best, best_j, best_post);
+/* The lane's candidates in pick order, for PL ≤ 8 (the rounds of route_token's sorted top-K): order word descending,
+ * register index ascending among equal words — the order in which repeated lane_best calls would take them — by a
+ * fixed sorting network (Knuth's 19 comparators at PL = 8, 5 at 4; checked by the 0-1 principle), once per token.
+ * The comparators are template arguments so that every register index is a constant (loops over a computed
+ * network left ptxas with indexed registers in local memory). Returns the register indices in that order, 3 bits
+ * each, the head's in bits 0–2. Each top-K round then pops the owner's head (a shift of PL words by selects) instead
+ * of rescanning PL registers and selecting the winner's weight value through them (a tree of PL − 1 compare-selects
+ * and a chain of PL − 1 selects per round on every lane: most of a DeepSeek-V3 round, routing_kernel<8> SASS). */
+template <int PL>
+__device__ __forceinline__ uint32_t sort_lane(uint32_t (&ord)[PL]) {
+  static_assert(PL == 1 || PL == 2 || PL == 4 || PL == 8, "3 bits per register index; the networks below");
+  uint32_t jj[PL];
+#pragma unroll
+  for (int j = 0; j < PL; ++j) jj[j] = static_cast<uint32_t>(j);
+  if constexpr (PL == 2) {
+    order_pair<0, 1>(ord, jj);
+  } else if constexpr (PL == 4) {
+    order_pair<0, 1>(ord, jj), order_pair<2, 3>(ord, jj), order_pair<0, 2>(ord, jj), order_pair<1, 3>(ord, jj);
+    order_pair<1, 2>(ord, jj);
+  } else if constexpr (PL == 8) {
+    order_pair<0, 2>(ord, jj), order_pair<1, 3>(ord, jj), order_pair<4, 6>(ord, jj), order_pair<5, 7>(ord, jj);
+    order_pair<0, 4>(ord, jj), order_pair<1, 5>(ord, jj), order_pair<2, 6>(ord, jj), order_pair<3, 7>(ord, jj);
+    order_pair<0, 1>(ord, jj), order_pair<2, 3>(ord, jj), order_pair<4, 5>(ord, jj), order_pair<6, 7>(ord, jj);
+    order_pair<2, 4>(ord, jj), order_pair<3, 5>(ord, jj), order_pair<1, 4>(ord, jj), order_pair<3, 6>(ord, jj);
+    order_pair<1, 2>(ord, jj), order_pair<3, 4>(ord, jj), order_pair<5, 6>(ord, jj);
+  }
+  uint32_t perm = 0;
+#pragma unroll
+  for (int j = 0; j < PL; ++j) perm |= jj[j] << (3 * j);
+  return perm;
 }
 
 /* Methods whose weight is a function of the selected expert's own logit that the key computation already
@@ -329,7 +332,10 @@ __device__ __forceinline__ bool route_token(const fp8moe_routing_args& a, int64_
   const int lane = threadIdx.x % 32;
   const int32_t method = a.method, E = a.E;
   const bool with_bias = method == FP8MOE_ROUTING_DEEPSEEK_V3 && a.bias.data != nullptr;
-  const bool post_weight = !kV1 && weight_is_post(method);
+  /* kSorted: the top-K rounds on sorted lanes (sort_lane), which read each slot's logit again afterwards, so the
+   * post values are not kept (PL > 8 keeps the rescanning rounds and the post values). */
+  constexpr bool kSorted = !kV1 && PL <= 8;
+  const bool post_weight = !kV1 && !kSorted && weight_is_post(method);
   float logit[PL], key[PL];
   if (kV1) {
     load_lane_v1<PL>(a.logits, t * a.logits.s[0], a.logits.s[1], E, lane, logit);
@@ -409,49 +415,84 @@ __device__ __forceinline__ bool route_token(const fp8moe_routing_args& a, int64_
     uint32_t ord[PL];
 #pragma unroll
     for (int j = 0; j < PL; ++j) ord[j] = lane + 32 * j < E ? order_word(key[j]) : 0u;
-    uint32_t best;
-    int best_j;
-    float best_logit;
-    pick_lane_best<PL, kV1>(ord, logit, best, best_j, best_logit);
-    for (int32_t k = 0; k < a.K; ++k) {
-      const uint32_t top = lanes_max(best);
-      int owner;
-      uint32_t idx;
-      bool mine; /* this lane owns the round's pick */
-      const uint32_t tied = kV1 ? 0u : __ballot_sync(0xffffffffu, best == top);
-      if (!kV1 && __popc(tied) == 1) {
-        /* One lane holds the maximum (the usual case): it is the owner; no second reduction. It knows so from
-         * the ballot itself, so the next round's chain does not wait for the owner's lane number. */
-        owner = __ffs(tied) - 1;
-        mine = (tied >> lane) & 1u;
-        idx = static_cast<uint32_t>(owner + 32 * __shfl_sync(0xffffffffu, best_j, owner));
-      } else {
-        idx = lanes_min(best == top ? static_cast<uint32_t>(lane + 32 * best_j) : 0xFFFFFFFFu);
-        owner = static_cast<int>(idx % 32);
-        mine = lane == owner;
-      }
-      const float ls = __shfl_sync(0xffffffffu, best_logit, owner);
-      if (lane == k) {
-        my_e = static_cast<int32_t>(idx);
-        my_valid = top > kOrderedMinusInf;
-        s = ls;
-      }
-      if (kV1) {
-        if (mine) {
-#pragma unroll
-          for (int j = 0; j < PL; ++j)
-            if (j == best_j) ord[j] = 0u;
-          pick_lane_best<PL, kV1>(ord, logit, best, best_j, best_logit);
+    if constexpr (kSorted) {
+      uint32_t perm = sort_lane<PL>(ord);
+      for (int32_t k = 0; k < a.K; ++k) {
+        const uint32_t head = ord[0];
+        const uint32_t top = lanes_max(head);
+        const uint32_t tied = __ballot_sync(0xffffffffu, head == top);
+        uint32_t idx;
+        bool mine; /* this lane owns the round's pick: its head goes */
+        if (__popc(tied) == 1) { /* the usual case, as in the rescanning rounds below */
+          const int owner = __ffs(tied) - 1;
+          mine = (tied >> lane) & 1u;
+          idx = static_cast<uint32_t>(owner) + 32u * (__shfl_sync(0xffffffffu, perm, owner) & 7u);
+        } else {
+          idx = lanes_min(head == top ? static_cast<uint32_t>(lane) + 32u * (perm & 7u) : 0xFFFFFFFFu);
+          mine = static_cast<uint32_t>(lane) == idx % 32u;
         }
-      } else {
-        /* Every lane rescans, the owner without its pick: the others recompute the best they had (the same
-         * function of the same registers), and no lane diverges — a divergent owner branch cost each round a
-         * reconvergence (BSSY/BSYNC) on the critical path (docs/GPU.md "Small-T prologue", phase trace). */
+        if (lane == k) {
+          my_e = static_cast<int32_t>(idx);
+          my_valid = top > kOrderedMinusInf;
+        }
 #pragma unroll
-        for (int j = 0; j < PL; ++j) ord[j] = mine && j == best_j ? 0u : ord[j];
-        pick_lane_best<PL, kV1>(ord, logit, best, best_j, best_logit);
+        for (int j = 0; j + 1 < PL; ++j) ord[j] = mine ? ord[j + 1] : ord[j];
+        ord[PL - 1] = mine ? 0u : ord[PL - 1];
+        perm = mine ? perm >> 3 : perm;
       }
-      __syncwarp();
+      /* The slot's sanitized logit, as the keys phase made it (+Inf reads as FLT_MAX; a NaN or −Inf logit is never
+       * valid, and an invalid slot's weight is 0); slot_weight then computes the weight from it by the same
+       * functions the keys phase used (fp8moe_rm_sigmoid, the softmax term over m and denom), so the same bits.
+       * The warp read that row moments before: an L1 hit. */
+      if (lane < a.K) {
+        s = from <= kPhaseLoad ? kref_at(a.logits, t, my_e) : static_cast<float>(my_e);
+        if (s == INFINITY) s = FLT_MAX;
+      }
+    } else {
+      uint32_t best;
+      int best_j;
+      float best_logit;
+      lane_best<PL>(ord, logit, best, best_j, best_logit);
+      for (int32_t k = 0; k < a.K; ++k) {
+        const uint32_t top = lanes_max(best);
+        int owner;
+        uint32_t idx;
+        bool mine; /* this lane owns the round's pick */
+        const uint32_t tied = kV1 ? 0u : __ballot_sync(0xffffffffu, best == top);
+        if (!kV1 && __popc(tied) == 1) {
+          /* One lane holds the maximum (the usual case): it is the owner; no second reduction. It knows so from
+           * the ballot itself, so the next round's chain does not wait for the owner's lane number. */
+          owner = __ffs(tied) - 1;
+          mine = (tied >> lane) & 1u;
+          idx = static_cast<uint32_t>(owner + 32 * __shfl_sync(0xffffffffu, best_j, owner));
+        } else {
+          idx = lanes_min(best == top ? static_cast<uint32_t>(lane + 32 * best_j) : 0xFFFFFFFFu);
+          owner = static_cast<int>(idx % 32);
+          mine = lane == owner;
+        }
+        const float ls = __shfl_sync(0xffffffffu, best_logit, owner);
+        if (lane == k) {
+          my_e = static_cast<int32_t>(idx);
+          my_valid = top > kOrderedMinusInf;
+          s = ls;
+        }
+        if (kV1) {
+          if (mine) {
+#pragma unroll
+            for (int j = 0; j < PL; ++j)
+              if (j == best_j) ord[j] = 0u;
+            lane_best<PL>(ord, logit, best, best_j, best_logit);
+          }
+        } else {
+          /* Every lane rescans, the owner without its pick: the others recompute the best they had (the same
+           * function of the same registers), and no lane diverges — a divergent owner branch cost each round a
+           * reconvergence (BSSY/BSYNC) on the critical path (docs/GPU.md "Small-T prologue", phase trace). */
+#pragma unroll
+          for (int j = 0; j < PL; ++j) ord[j] = mine && j == best_j ? 0u : ord[j];
+          lane_best<PL>(ord, logit, best, best_j, best_logit);
+        }
+        __syncwarp();
+      }
     }
   }
 

@@ -780,7 +780,7 @@ static void size_rule(void) {
   const uint32_t o = FP8MOE_PLAN_NEEDS_STREAM_PAYS;
   EXPECT((fp8moe_cuda_plan_offers(&scout, ctx, 26) & o) && !(fp8moe_cuda_plan_offers(&scout, ctx, 27) & o),
          "llama4-scout T=1: 20 GEMM2 units pay on 26 SMs, not on 27");
-  /* the 128-row GEMM1: from 256 rows per expert, or from 128 at H ≥ 7168 (the edges read from the rule);
+  /* the 128-row GEMM1: from 256 rows per expert, or from 128 at H ≥ 7168 or I ≥ 8192 (the edges read from the rule);
    * below, the 64-row items (the alternating pair kernel by default) */
   static const shape_case g[] = {
       {1024, 7168, 2048, 256, 8, FP8MOE_GEMM_WGMMA_SM90, "deepseek-v3 T=1024 (32 rows per expert)"},
@@ -790,7 +790,11 @@ static void size_rule(void) {
       {2048, 2048, 768, 128, 8, FP8MOE_GEMM_WGMMA_SM90, "qwen3-30b-a3b T=2048 (128)"},
       {4096, 2048, 768, 128, 8, FP8MOE_GEMM_WGMMA128_SM90, "qwen3-30b-a3b T=4096 (256)"},
       {1024, 4096, 1536, 128, 8, FP8MOE_GEMM_WGMMA_SM90, "qwen3-235b-a22b T=1024 (64)"},
-      {512, 4096, 14336, 8, 2, FP8MOE_GEMM_WGMMA_SM90, "mixtral-8x7b T=512 (128)"},
+      {256, 4096, 14336, 8, 2, FP8MOE_GEMM_WGMMA_SM90, "mixtral-8x7b T=256 (64)"},
+      {512, 4096, 14336, 8, 2, FP8MOE_GEMM_WGMMA128_SM90, "mixtral-8x7b T=512 (128, I ≥ 8192)"},
+      {512, 5120, 8192, 16, 1, FP8MOE_GEMM_WGMMA_SM90, "llama4-scout T=512 (32)"},
+      {2048, 5120, 8192, 16, 1, FP8MOE_GEMM_WGMMA128_SM90, "llama4-scout T=2048 (128, I ≥ 8192)"},
+      {2048, 4096, 1408, 128, 8, FP8MOE_GEMM_WGMMA_SM90, "glm-4.5-air T=2048 (128)"},
       {1024, 4096, 14336, 8, 2, FP8MOE_GEMM_WGMMA128_SM90, "mixtral-8x7b T=1024 (256)"},
       {768, 6144, 2048, 256, 8, FP8MOE_GEMM_WGMMA_SM90, "H = 6144, T=768 (24 rows per expert: MEDIUM, no 128-row row)"},
   };
@@ -817,6 +821,16 @@ static void size_rule(void) {
              kernel_of(FP8MOE_GEMM1, 90, &below_wide, ctx) == FP8MOE_GEMM_WGMMA_SM90,
          "%lld rows per expert: H = %lld the 128-row GEMM1, H = %lld the 64-row one, one row fewer too",
          (long long)rule->pairs_min_rows_wide, (long long)rule->pairs_min_H, (long long)rule->pairs_min_H - 128);
+  /* the same edge by I (E = 16, K = 1: T = 128·16 rows), at H = 4096 < pairs_min_H */
+  const int64_t i_edge = rule->pairs_min_rows_wide * 16;
+  const fp8moe_problem at_iw = problem(i_edge, 4096, rule->pairs_min_I, 16, 1, 0x10000),
+                       below_iw = problem(i_edge, 4096, rule->pairs_min_I - 128, 16, 1, 0x10000),
+                       below_iw_rows = problem(i_edge - 1, 4096, rule->pairs_min_I, 16, 1, 0x10000);
+  EXPECT(rule->pairs_min_H > 4096 && kernel_of(FP8MOE_GEMM1, 90, &at_iw, ctx) == FP8MOE_GEMM_WGMMA128_SM90 &&
+             kernel_of(FP8MOE_GEMM1, 90, &below_iw, ctx) == FP8MOE_GEMM_WGMMA_SM90 &&
+             kernel_of(FP8MOE_GEMM1, 90, &below_iw_rows, ctx) == FP8MOE_GEMM_WGMMA_SM90,
+         "%lld rows per expert: I = %lld the 128-row GEMM1, I = %lld the 64-row one, one row fewer too",
+         (long long)rule->pairs_min_rows_wide, (long long)rule->pairs_min_I, (long long)rule->pairs_min_I - 128);
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "l", 1);
   const uint32_t l = fp8moe_cuda_plan_context_offers(1, 1, 1);
   unsetenv("FP8MOE_CUDA_GEMM_FALLBACK");

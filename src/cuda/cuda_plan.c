@@ -55,7 +55,7 @@ static const fp8moe_plan_row k_rows[] = {
      * than the 64-row kernel at T = 2048 and 8192 on deepseek-v3 and mixtral-8x7b; "v" switches it off. */
     {FP8MOE_GEMM1, 90, 90, FP8MOE_M_LARGE, FP8MOE_GEMM_WGMMA128_SM90, 64, 4,
      TMA_W13 | TMA_ENC | ON1 | FP8MOE_PLAN_NEEDS_GEMM1_PAIRS | FP8MOE_PLAN_NEEDS_PAIR_TILES | FP8MOE_PLAN_NEEDS_PAIRS_PAY,
-     "Hopper, ≥256 rows/expert (≥128 at H ≥ 7168): wgmma 128×(128 gate + 128 up) on pairs of 64-row tiles"},
+     "Hopper, ≥256 rows/expert (≥128 at H ≥ 7168 or I ≥ 8192): wgmma 128×(128 gate + 128 up) on pairs of 64-row tiles"},
     /* 64-row items: by default on the pair kernel with its consumer warpgroups alternating items (one's
      * epilogue under the other's main loop; docs/GPU.md "Alternating 64-row items"), "g" the 64-row kernel. */
     {FP8MOE_GEMM1, 90, 90, FP8MOE_M_LARGE, FP8MOE_GEMM_WGMMA_SM90, 64, 4, TMA_W13 | TMA_ENC | ON1,
@@ -274,7 +274,10 @@ static int decode_shapes_ok(const fp8moe_problem* p) {
  * items (2026-12-03, "v" against none; docs/GPU.md "Alternating 64-row items") the pairs lose up to 256 rows
  * per expert on qwen3-30b-a3b and glm-4.5-air (64 and 128 rows: layer +5 to +15 %), tie on mixtral-8x7b at 128,
  * and win from 256 (1–8 %); at H = 7,168 they lose at 32 and 64 rows (deepseek-v3 per-tensor +13 % and +7 %,
- * block +6 % and 0) and win at 128 in block scales (layer −3 %, GEMM1 −7 %; per-tensor +2 %).
+ * block +6 % and 0) and win at 128 in block scales (layer −3 %, GEMM1 −7 %; per-tensor +2 %). Session 33 (paired
+ * A/B, "l" against none, 20 pairs, uniform, layer): at 128 rows per expert the pairs win where I is large —
+ * mixtral-8x7b (I = 14,336) T = 512 −8.1 %, llama4-scout (I = 8,192) T = 2048 −7.9 %, both 20 of 20 pairs — and
+ * not where it is small (qwen3-30b-a3b block +3.0 %, per-tensor −3.9 %; glm-4.5-air −0.8 %), so pairs_min_I.
  * Session 24 (2026-12-04, qwen3-30b-a3b, I = 768, none against "k", both routings): with 1×128 group
  * requantization the stream pair wins from T = 4 (256 GEMM2 units by the estimate; uniform T = 4 81.6 against
  * 85.2 µs, T = 8 109.1 against 114.9; skewed T = 4 52.4 against 53.2, T = 8 55.2 against 59.3), where the register
@@ -283,7 +286,7 @@ static int decode_shapes_ok(const fp8moe_problem* p) {
  * the SMs in units there; per-tensor it ties or loses (T = 8 99.6 against 99.9, earlier 104 against 100), so the
  * I threshold stays 1,024 for the other requantizations. */
 static const fp8moe_size_rule k_size_rule = {
-    1024, 768, 6, 3, 256, 7168, 128,
+    1024, 768, 6, 3, 256, 7168, 128, 8192,
     "the faster kernel of two that fit: stream pair and 128-row GEMM1 where they measured faster"};
 
 const fp8moe_size_rule* fp8moe_cuda_plan_size_rule(void) { return &k_size_rule; }
@@ -323,7 +326,8 @@ int32_t fp8moe_cuda_plan_stream_handoff(const fp8moe_problem* p, fp8moe_gemm_whi
 static int pairs_pay(const fp8moe_problem* p) {
   const int64_t tk = p->T * (int64_t)p->K;
   return tk >= k_size_rule.pairs_min_rows * p->E ||
-         (p->H >= k_size_rule.pairs_min_H && tk >= k_size_rule.pairs_min_rows_wide * p->E);
+         ((p->H >= k_size_rule.pairs_min_H || p->I >= k_size_rule.pairs_min_I) &&
+          tk >= k_size_rule.pairs_min_rows_wide * p->E);
 }
 
 uint32_t fp8moe_cuda_plan_offers(const fp8moe_problem* p, uint32_t context_offers, int32_t sm_count) {

@@ -184,7 +184,7 @@ int32_t fp8moe_cuda_plan_tile_m(int32_t cc, const fp8moe_problem* p);
  * units of the active experts, min(⌈T·K·E_local/E⌉, E_local)·⌈H/FP8MOE_STREAM_UNIT_ROWS⌉ (an expert-parallel
  * shard's expected share), reach stream_units_per_4_sms quarters of the SM count (fewer are cut into
  * stream-K pieces that each pay a fixup); the 128-row GEMM1 only at ≥ pairs_min_rows rows per expert
- * (T·K/E), or ≥ pairs_min_rows_wide at H ≥ pairs_min_H. */
+ * (T·K/E), or ≥ pairs_min_rows_wide at H ≥ pairs_min_H or I ≥ pairs_min_I. */
 typedef struct fp8moe_size_rule {
   int64_t stream_min_I;
   int64_t stream_min_I_group;         /* below stream_min_I, where p->requant is FP8MOE_REQUANT_GROUP, ... */
@@ -193,6 +193,7 @@ typedef struct fp8moe_size_rule {
   int64_t pairs_min_rows;
   int64_t pairs_min_H;
   int64_t pairs_min_rows_wide;
+  int64_t pairs_min_I; /* ... or at I ≥ this */
   const char* why;
 } fp8moe_size_rule;
 const fp8moe_size_rule* fp8moe_cuda_plan_size_rule(void);
