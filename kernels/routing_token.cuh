@@ -21,6 +21,7 @@
 #include <float.h>
 
 #include "common.cuh"
+#include "routing_filter.h"
 #include "routing_math.h"
 
 namespace fp8moe {
@@ -148,18 +149,23 @@ __device__ __forceinline__ uint32_t pick_groups(float score, int32_t G, int32_t 
  * score is the sum of its two largest keys (its key when a group has one expert); topk_group rounds pick the
  * lowest-index unpicked group when its score is NaN, else the largest non-NaN unpicked score (ties to the
  * lower index); keys outside the picked groups become −Inf. gkey: E floats of warp-private shared memory. */
+/* Every group's two largest keys (no NaN among them): gkey (E floats of warp-private shared memory) takes the keys,
+ * `sub` lanes per group (a power of two) each scan every sub-th key of it, and a shuffle merge leaves group g's
+ * (b1, b2) on its lanes g·sub … g·sub + sub − 1. Returns sub. The caller syncs the warp before gkey is written
+ * again. Shared by limit_groups (exact keys) and route_filtered (approximate keys). */
 template <int PL, bool kV1>
-__device__ __forceinline__ void limit_groups(const fp8moe_routing_args& a, int lane, float (&key)[PL], float* gkey) {
+__device__ __forceinline__ int group_top2(const fp8moe_routing_args& a, int lane, const float (&key)[PL], float* gkey,
+                                          float& b1, float& b2) {
   const int32_t G = a.n_group, gs = a.E / G;
 #pragma unroll
   for (int j = 0; j < PL; ++j)
     if (lane + 32 * j < a.E) gkey[lane + 32 * j] = key[j];
   __syncwarp();
-  /* sub lanes per group (a power of two), each scanning every sub-th key of its group */
   int sub = 1;
   while (sub * 2 * G <= 32) sub *= 2;
   const int g = lane / sub, part = lane % sub;
-  float b1 = -INFINITY, b2 = -INFINITY;
+  b1 = -INFINITY;
+  b2 = -INFINITY;
   if (g < G) {
     if (kV1) {
       for (int32_t e = g * gs + part; e < (g + 1) * gs; e += sub) merge_top2(b1, b2, gkey[e], -INFINITY);
@@ -174,6 +180,14 @@ __device__ __forceinline__ void limit_groups(const fp8moe_routing_args& a, int l
     const float c1 = __shfl_xor_sync(0xffffffffu, b1, o), c2 = __shfl_xor_sync(0xffffffffu, b2, o);
     merge_top2(b1, b2, c1, c2);
   }
+  return sub;
+}
+
+template <int PL, bool kV1>
+__device__ __forceinline__ void limit_groups(const fp8moe_routing_args& a, int lane, float (&key)[PL], float* gkey) {
+  const int32_t G = a.n_group, gs = a.E / G;
+  float b1, b2;
+  const int sub = group_top2<PL, kV1>(a, lane, key, gkey, b1, b2);
   /* lane g (< G) takes group g's score from the group's first sub lane */
   const float mine = gs >= 2 ? b1 + b2 : b1;
   const float score = __shfl_sync(0xffffffffu, mine, (lane < G ? lane : 0) * sub);
@@ -317,6 +331,151 @@ __device__ __forceinline__ float slot_weight(const fp8moe_routing_args& a, int l
 /* The phases of route_token, in order; route_token(…, from) starts at phase `from`. */
 constexpr int kPhaseLoad = 0, kPhaseKeys = 1, kPhaseGroups = 2, kPhaseTopK = 3, kPhaseWeights = 4;
 
+/* ---- The filtered selection (routing_filter.h; docs/GPU.md "Routing's critical path", item 6) ---- */
+
+/* σ(x) by the SFU, within FP8MOE_RF_SIGMOID_ERR of fp8moe_rm_sigmoid(x) (routing_filter.h): it only decides which
+ * experts need their exact key, never a selection or a weight. */
+__device__ __forceinline__ float sigmoid_approx(float x) {
+  const float e = ex2_approx(fabsf(x) * -1.44269504088896341f);
+  return (x < 0.0f ? e : 1.0f) * rcp_approx(1.0f + e);
+}
+
+/* order_word's inverse on the words of non-NaN keys (> 0). */
+__device__ __forceinline__ float order_float(uint32_t w) {
+  return __uint_as_float((w & 0x80000000u) ? (w & 0x7FFFFFFFu) : ~w);
+}
+
+/* Where route_filtered may run (uniform over a launch): DeepSeek-V3 limiting groups of at least two experts, with
+ * 2·topk_group ≥ K (its candidate floor needs K experts among the picked groups' two largest keys), and not switched
+ * off (FALLBACK 'f', or 'w': fp8moe_routing_args.filtered). */
+__device__ __forceinline__ bool filtered_applies(const fp8moe_routing_args& a) {
+  return a.filtered && a.method == FP8MOE_ROUTING_DEEPSEEK_V3 && a.n_group > 1 && a.topk_group < a.n_group &&
+         a.E / a.n_group >= 2 && 2 * a.topk_group >= a.K;
+}
+
+/* Token t by the filtered selection (routing_filter.h): approximate keys → groups picked from approximate scores
+ * where the margin allows → candidates (picked groups, at or above the floor; at most one per lane) → their exact
+ * keys (src/routing_math.h, the exact path's functions on the same values) → top-K over those. Same contract and
+ * outputs as route_token; returns 1 or 0 (lane < K), or −1 (uniform) where the token needs the exact path: a
+ * non-finite logit or bias, groups too close to call, or more than 32 candidates (ties, near-ties, huge biases).
+ * Every logit is selectable here and the picked groups hold ≥ K experts, so no slot is a filler and the weight of
+ * slot k is σ(x) of its expert, the value its exact key was made of. gkey: E floats (the group keys, then the
+ * candidate list). from > 0: code warming (route_token), placeholders for the phases before it, no memory read. */
+template <int PL>
+__device__ __forceinline__ int route_filtered(const fp8moe_routing_args& a, int64_t t, float* gkey, int32_t* e_out,
+                                              float* w_out, int from) {
+  const int lane = threadIdx.x % 32;
+  const int32_t E = a.E, G = a.n_group, gs = E / G;
+  const bool with_bias = a.bias.data != nullptr;
+  float ak[PL]; /* approximate keys (registers past E: unused) */
+  float max_abs = 0.0f;
+  if (from <= kPhaseKeys) {
+    float logit[PL], bias[PL];
+    if (from <= kPhaseLoad) {
+      if (with_bias) load_lane<PL>(a.bias, 0, a.bias.s[0], E, lane, bias);
+      load_lane<PL>(a.logits, t * a.logits.s[0], a.logits.s[1], E, lane, logit);
+    } else {
+      /* placeholders that a real token's path takes: decisive groups (scores 4.5e-4 apart per register), two
+       * candidates per picked group */
+#pragma unroll
+      for (int j = 0; j < PL; ++j) logit[j] = 0.001f * static_cast<float>(j) - static_cast<float>(lane);
+    }
+    /* A NaN or −Inf logit (the exact path sanitizes it) or a non-finite bias (then the key is not finite): the exact
+     * path. Bitwise, not short-circuit, so that the loop stays free of branches. Registers past E read 0 (load_lane)
+     * and their keys are never used (group_top2 and the candidates test e < E), so no test of e here. */
+    bool exact = false;
+#pragma unroll
+    for (int j = 0; j < PL; ++j) {
+      const float b = with_bias && from <= kPhaseLoad ? bias[j] : 0.0f;
+      ak[j] = sigmoid_approx(fminf(logit[j], FLT_MAX)) + b; /* +Inf reads as FLT_MAX */
+      exact |= !((logit[j] > -INFINITY) & (fabsf(ak[j]) < INFINITY));
+      max_abs = fmaxf(max_abs, fabsf(ak[j]));
+    }
+    if (__any_sync(0xffffffffu, exact)) return -1;
+  } else {
+#pragma unroll
+    for (int j = 0; j < PL; ++j) ak[j] = 0.001f * static_cast<float>(j) - 0.1f * static_cast<float>(lane);
+  }
+  /* |keys| ≥ 0 order as their bit patterns. Past 2^64 (a bias no router has) the exact path: group scores of such
+   * keys could overflow, and the bound of routing_filter.h assumes they do not. */
+  const float max_key = __uint_as_float(lanes_max(__float_as_uint(max_abs)));
+  if (!(max_key < 0x1p64f)) return -1;
+  const float delta = fp8moe_rf_delta(max_key);
+
+  int32_t ce = 0;      /* this lane's candidate expert (lanes < n) */
+  uint32_t ord = 0u;   /* its exact key's order word; 0: none, or taken */
+  float sg = 0.0f;     /* its σ(x): the weight */
+  if (from <= kPhaseGroups) {
+    float b1, b2;
+    const int sub = group_top2<PL, false>(a, lane, ak, gkey, b1, b2);
+    const int src = (lane < G ? lane : 0) * sub;
+    const float score = __shfl_sync(0xffffffffu, b1 + b2, src); /* group `lane`'s approximate score (lane < G) */
+    const float second = __shfl_sync(0xffffffffu, b2, src);
+    const uint32_t all_groups = G >= 32 ? 0xffffffffu : ((1u << G) - 1u);
+    const uint32_t picked = all_groups & ~pick_groups<true>(score, G, a.topk_group, lane); /* scores are finite */
+    const bool mine = (picked >> lane) & 1u, other = lane < G && !mine;
+    const float last = order_float(lanes_min(mine ? order_word(score) : 0xFFFFFFFFu));
+    const float first_out = order_float(lanes_max(other ? order_word(score) : 0u));
+    if (!fp8moe_rf_groups_certain(last, first_out, delta)) return -1;
+    const float floor = fp8moe_rf_candidate_floor(order_float(lanes_min(mine ? order_word(second) : 0xFFFFFFFFu)),
+                                                  delta);
+    __syncwarp(); /* group_top2's reads of gkey are done: it takes the candidate list */
+    int32_t* list = reinterpret_cast<int32_t*>(gkey);
+    const uint32_t magic = 0xFFFFFFFFu / static_cast<uint32_t>(gs) + 1u; /* limit_groups: e / gs, exact */
+    int32_t n = 0;
+#pragma unroll
+    for (int j = 0; j < PL; ++j) {
+      const uint32_t e = static_cast<uint32_t>(lane + 32 * j);
+      const bool cand = e < static_cast<uint32_t>(E) && ((picked >> __umulhi(e, magic)) & 1u) && ak[j] >= floor;
+      const uint32_t ballot = __ballot_sync(0xffffffffu, cand);
+      /* expert order: the list is sorted by index (j, then lane), ≤ E entries */
+      if (cand) list[n + __popc(ballot & ((1u << lane) - 1u))] = static_cast<int32_t>(e);
+      n += __popc(ballot);
+    }
+    if (n > FP8MOE_RF_MAX_CANDIDATES) {
+      __syncwarp();
+      return -1;
+    }
+    __syncwarp();
+    if (lane < n) {
+      ce = list[lane];
+      float x = from <= kPhaseLoad ? kref_at(a.logits, t, ce) : static_cast<float>(ce);
+      if (x == INFINITY) x = FLT_MAX;
+      const float b = with_bias && from <= kPhaseLoad ? kref_at(a.bias, ce) : 0.0f;
+      sg = fp8moe_rm_sigmoid(x);
+      ord = order_word(sg + b); /* the exact path's key: σ(x) + bias (+ 0 without one), finite here */
+    }
+    __syncwarp(); /* gkey is free for the next token */
+  } else {
+    ce = lane;
+    sg = static_cast<float>(lane);
+    ord = order_word(sg);
+  }
+
+  int32_t my_e = 0;
+  float s = 0.0f;
+  if (from <= kPhaseTopK) {
+    /* Ties go to the lower index: the list is in index order, so to the lowest lane holding the maximum. */
+    for (int32_t k = 0; k < a.K; ++k) {
+      const uint32_t top = lanes_max(ord);
+      const int owner = __ffs(__ballot_sync(0xffffffffu, ord == top)) - 1;
+      const int32_t e = __shfl_sync(0xffffffffu, ce, owner);
+      const float w = __shfl_sync(0xffffffffu, sg, owner);
+      if (lane == k) {
+        my_e = e;
+        s = w;
+      }
+      if (lane == owner) ord = 0u;
+    }
+  } else {
+    my_e = lane;
+    s = static_cast<float>(lane);
+  }
+  *e_out = my_e;
+  *w_out = slot_weight<false>(a, lane, true, s, 0.0f, 0.0f, true);
+  return lane < a.K;
+}
+
 /* Routes token t with the calling warp (all 32 lanes, converged). Lane k < K gets slot k: *e_out (global
  * expert id) and *w_out (× routed_scaling_factor); returns lane < K. gkey: E floats of this warp's shared
  * memory when DeepSeek-V3 limits groups, else unused. kV1: the previous instruction sequence (FALLBACK 'w',
@@ -335,6 +494,12 @@ __device__ __forceinline__ bool route_token(const fp8moe_routing_args& a, int64_
   /* kSorted: the top-K rounds on sorted lanes (sort_lane), which read each slot's logit again afterwards, so the
    * post values are not kept (PL > 8 keeps the rescanning rounds and the post values). */
   constexpr bool kSorted = !kV1 && PL <= 8;
+  if constexpr (kSorted) {
+    if (filtered_applies(a)) {
+      const int r = route_filtered<PL>(a, t, gkey, e_out, w_out, from);
+      if (r >= 0 || from > kPhaseLoad) return r > 0; /* a warming warp's result is discarded either way */
+    }
+  }
   const bool post_weight = !kV1 && !kSorted && weight_is_post(method);
   float logit[PL], key[PL];
   if (kV1) {

@@ -77,6 +77,11 @@ if(FP8MOE_WITH_CUDA AND TARGET fp8moe_test_ref)
     add_test(NAME test_gpu_routing_bits_v1 COMMAND test_gpu_routing_bits)
     set_tests_properties(test_gpu_routing_bits_v1 PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600 LABELS gpu
                          ENVIRONMENT "FP8MOE_LIBRARY=$<TARGET_FILE:fp8moe>;FP8MOE_CUDA_GEMM_FALLBACK=w")
+    # And without DeepSeek-V3's filtered selection (FALLBACK 'f'; kernels/routing_filter.h): every token on the exact
+    # selection of the current sequence, which the default runs only for the tokens the filter declines.
+    add_test(NAME test_gpu_routing_bits_f COMMAND test_gpu_routing_bits 40000)
+    set_tests_properties(test_gpu_routing_bits_f PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600 LABELS gpu
+                         ENVIRONMENT "FP8MOE_LIBRARY=$<TARGET_FILE:fp8moe>;FP8MOE_CUDA_GEMM_FALLBACK=f")
   endif()
   # The fused small-T prologue against the separate launches (workspace slices located by cuda_layout.c).
   fp8moe_add_test(NAME test_gpu_prologue SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_gpu_prologue.c
@@ -106,6 +111,12 @@ if(FP8MOE_WITH_CUDA)
   target_include_directories(test_scale_div PRIVATE ${PROJECT_SOURCE_DIR}/kernels ${PROJECT_SOURCE_DIR}/src
                              ${PROJECT_SOURCE_DIR}/abi)
   target_link_libraries(test_scale_div PRIVATE m)
+  # The filtered selection of DeepSeek-V3 routing (kernels/routing_filter.h): its decisions on keys off by up to the
+  # assumed bound select what the exact keys select.
+  fp8moe_add_test(NAME test_routing_filter SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_routing_filter.c TIMEOUT 120)
+  target_include_directories(test_routing_filter PRIVATE ${PROJECT_SOURCE_DIR}/kernels ${PROJECT_SOURCE_DIR}/src)
+  target_compile_options(test_routing_filter PRIVATE -ffp-contract=off)
+  target_link_libraries(test_routing_filter PRIVATE m)
 endif()
 
 # Both permutation paths against a CPU stable counting sort, bit for bit (kernel-level: links the kernel

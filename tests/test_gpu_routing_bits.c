@@ -1,7 +1,8 @@
 /* test_gpu_routing_bits.c — the CPU and CUDA backends give bit-identical routing weights and ids (issue 11;
  * src/routing_math.h is their one formulation). For every logit-reading routing method, at least 10^5 logit
  * rows — random at several scales and adversarial (ties, ±Inf, NaN, huge and tiny magnitudes, values at exp's
- * overflow and underflow thresholds, fewer selectable experts than K) — go through both backends, and
+ * overflow and underflow thresholds, fewer selectable experts than K, sigmoid keys a few times the filtered
+ * selection's error bound apart) — go through both backends, and
  * routing_ids_out and routing_weights_out are compared bit for bit; the first 1,200 rows of each method also one
  * token per run (T = 1: the prologue), as configured and with FALLBACK=a (a team of warps routes every E ≥ 33:
  * kernels/routing_team.cuh). Skipped (77) without a usable CUDA device.
@@ -49,8 +50,9 @@ static void* data_fn(const baseline_problem* p, int32_t arg, fp8moe_dtype dt, in
   return d;
 }
 
-/* One logit row: kind 0..5 random at scales 1, 4, 30; 6.. adversarial patterns. */
-static void fill_row(float* row, int32_t E, int32_t K, uint32_t kind) {
+/* One logit row: kind 0..5 random at scales 1, 4, 30; 6.. adversarial patterns. bias: the row's bias (fp32, E), or
+ * NULL. */
+static void fill_row(float* row, int32_t E, int32_t K, uint32_t kind, const float* bias) {
   static const float scales[] = {1.0f, 4.0f, 30.0f};
   static const float edges[] = {88.0f, 88.7228f, 89.0f, -87.3f, -103.9f, -104.5f, 1e-30f, -1e-30f, 0.0f, -0.0f};
   for (int32_t e = 0; e < E; ++e) row[e] = (uniform() - 0.5f) * 2.0f * scales[kind % 3];
@@ -77,6 +79,14 @@ static void fill_row(float* row, int32_t E, int32_t K, uint32_t kind) {
       break;
     case 11: /* nearly equal: differences of a few ulp */
       for (int32_t e = 0; e < E; ++e) row[e] = 1.0f + (float)(next_u32() % 8) * 1.1920929e-7f;
+      break;
+    case 12: /* sigmoid keys (σ(x) + bias) on a grid of 3e-5, about 3× the error bound of the filtered selection
+              * (kernels/routing_filter.h): group scores and the K-th key decided by margins near that bound, where
+              * the SFU's approximate keys must still leave the exact selection's choice */
+      for (int32_t e = 0; e < E; ++e) {
+        const double s = 0.25 + 3e-5 * (double)(next_u32() % 256) - (bias ? (double)bias[e] : 0.0);
+        row[e] = (float)log(s / (1.0 - s));
+      }
       break;
     default:
       break;
@@ -180,7 +190,9 @@ int main(int argc, char** argv) {
       cfg.E_local = 1; /* routing covers all E experts; only expert 0's FFN runs, which keeps the CPU side fast */
       baseline_build(&p, &cfg, data_fn);
       float* logits = (float*)p.t[FP8MOE_ARG_ROUTER_LOGITS].t.data;
-      for (int64_t t = 0; t < cfg.T; ++t) fill_row(logits + t * cfg.E, cfg.E, cfg.K, (uint32_t)((done + t) % 12));
+      const float* bias = cfg.with_bias ? (const float*)p.t[FP8MOE_ARG_ROUTING_BIAS].t.data : NULL;
+      for (int64_t t = 0; t < cfg.T; ++t)
+        fill_row(logits + t * cfg.E, cfg.E, cfg.K, (uint32_t)((done + t) % 13), bias);
       size_t need = 0;
       CHECK(tp.api->query_workspace(cpu, &p.args, &need) == FP8MOE_STATUS_OK, "query_workspace: %s", p.message);
       size_t ws_size = 0;

@@ -129,6 +129,7 @@ static int32_t cuda_create(struct fp8moe_context* ctx, const fp8moe_context_args
   impl->permute_chunks = fp8moe_cuda_plan_context_permute_chunks();
   impl->route_v1 = fp8moe_cuda_plan_context_route_v1();
   impl->route_warm = fp8moe_cuda_plan_context_route_warm();
+  impl->route_filtered = fp8moe_cuda_plan_context_route_filtered();
   impl->sm90_loop = sm90.loop;
   impl->gemm1_order = sm90.gemm1_order;
   impl->gemm2_order = sm90.gemm2_order;

@@ -30,6 +30,7 @@ typedef struct fp8moe_cuda_impl {
   int32_t permute_chunks;     /* fp8moe_cuda_plan_context_permute_chunks: the chunked permutation is allowed */
   int32_t route_v1;           /* fp8moe_cuda_plan_context_route_v1: the previous routing/slot-list code (A/B) */
   int32_t route_warm;         /* fp8moe_cuda_plan_context_route_warm: the prologue's code warming */
+  int32_t route_filtered;     /* fp8moe_cuda_plan_context_route_filtered: DeepSeek-V3's filtered selection */
   int32_t sm90_loop, gemm1_order, gemm2_order; /* fp8moe_cuda_plan_context_sm90_variant, fixed at creation */
   int32_t gemm1_alternate;    /* the same: the alternating pair kernel in place of the 64-row GEMM1 */
   int32_t gemm1_claim;        /* the same: the pair kernel's CTAs claim items in order (docs/GPU.md "Claimed items") */

@@ -399,6 +399,13 @@ int32_t fp8moe_cuda_plan_context_route_v1(void) {
   return off != NULL && strchr(off, 'w') != NULL;
 }
 
+/* The filtered selection of DeepSeek-V3 routing (kernels/routing_filter.h; docs/GPU.md "Routing's critical path"): on
+ * unless FALLBACK has 'f' (the A/B switch) or 'w' (the previous sequences); the same bits either way. */
+int32_t fp8moe_cuda_plan_context_route_filtered(void) {
+  const char* off = getenv("FP8MOE_CUDA_GEMM_FALLBACK");
+  return off == NULL || (strchr(off, 'f') == NULL && strchr(off, 'w') == NULL);
+}
+
 /* The prologue's code warming (idle routing warps run route_token's later phases early; docs/GPU.md "Routing's
  * critical path"): on unless FALLBACK has 'x' (the A/B switch) or 'w' (the previous sequences, which had none). */
 int32_t fp8moe_cuda_plan_context_route_warm(void) {

@@ -258,6 +258,10 @@ uint32_t fp8moe_cuda_plan_prologue(const fp8moe_problem* p, uint32_t context_pro
  * list keep their previous instruction sequences (the A/B switch; same bits). */
 int32_t fp8moe_cuda_plan_context_route_v1(void);
 
+/* 1 unless FP8MOE_CUDA_GEMM_FALLBACK contains 'f' or 'w' (read at context creation): DeepSeek-V3 routing tries the
+ * filtered selection (kernels/routing_filter.h) before the exact one (the A/B switch; same bits). */
+int32_t fp8moe_cuda_plan_context_route_filtered(void);
+
 /* 1 unless FP8MOE_CUDA_GEMM_FALLBACK contains 'x' or 'w' (read at context creation): the small-T prologue's idle
  * routing warps warm the routing code (kernels/prologue.cu warm_phase). */
 int32_t fp8moe_cuda_plan_context_route_warm(void);

@@ -177,6 +177,7 @@ static int32_t stages_before_gemm1(const fp8moe_cuda_impl* impl, const fp8moe_pr
     fp8moe_routing_args a;
     routing_args_of(p, l, ws, &a);
     a.v1 = impl->route_v1;
+    a.filtered = impl->route_filtered;
     fp8moe_zero_args z;
     memset(&z, 0, sizeof z);
     z.words = (uint32_t*)(ws + l->scalars);
@@ -209,6 +210,7 @@ static int32_t fused_prologue(const fp8moe_cuda_impl* impl, const fp8moe_problem
   precomputed_args_of(p, l, ws, &a.pre); /* device_status: stored by the kernel on either routing path */
   if (!a.precomputed) routing_args_of(p, l, ws, &a.r);
   a.r.v1 = impl->route_v1; /* also picks the slot-list sequence on the PRECOMPUTED path */
+  a.r.filtered = impl->route_filtered;
   a.warm_code = !a.precomputed && impl->route_warm;
   a.team = single_block && fp8moe_cuda_plan_prologue_team(p, impl->prologue);
   permute_args_of(p, l, ws, 0, &a.perm); /* small T·K: the prologue's own one-block placement */
