@@ -52,7 +52,7 @@ typedef struct fp8moe_routing_args {
   fp8moe_kout ids_out;     /* optional [T,K] int32 (data NULL when absent) */
   fp8moe_kout weights_out; /* optional [T,K] fp32 */
   int32_t v1;              /* 1: the previous routing and slot-list instruction sequences (FALLBACK 'w', A/B) */
-  int32_t filtered;        /* 1: DeepSeek-V3 tokens try the filtered selection (routing_filter.h; not FALLBACK 'f'/'w') */
+  int32_t filtered;        /* 1: sigmoid keys try the filtered selection (routing_filter.h; not FALLBACK 'f'/'w') */
 } fp8moe_routing_args;
 /* What the routing grid zeroes before any later stage reads it (every later stage waits for it), instead of memset
  * nodes before it: the scalar words, the per-row amax, device_status. NULL / 0 where none. */

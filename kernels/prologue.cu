@@ -59,10 +59,6 @@ __device__ __forceinline__ void cluster_arrive_relaxed() {
 }
 __device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.aligned;\n" ::: "memory"); }
 
-__host__ __device__ __forceinline__ bool is_grouped(const fp8moe_routing_args& r) {
-  return r.method == FP8MOE_ROUTING_DEEPSEEK_V3 && r.n_group > 1 && r.topk_group < r.n_group;
-}
-
 /* Code warming (docs/GPU.md "Routing's critical path"): after a flushed L2 the routing warp's ~1,500 instructions
  * (~24 KB, DeepSeek-V3) come from HBM as it reaches them, one sequential stream per SM. Idle warps w ≥ n of a
  * block that routes (the first four) each run route_token from a later phase (keys, groups, top-K, weights)
@@ -216,7 +212,7 @@ __global__ void __cluster_dims__(kRouteBlocks, 1, 1) __launch_bounds__(kThreads,
   int32_t* count = ids + TK;              /* [E_local] */
   int32_t* start = count + n_local;       /* [E_local] */
   int32_t* cursor = start + n_local;      /* [E_local] */
-  float* gkey = reinterpret_cast<float*>(cursor + n_local); /* [kWarps × E] when groups are limited */
+  float* gkey = reinterpret_cast<float*>(cursor + n_local); /* [kWarps × E] where route_uses_scratch */
 
   const bool quant_block = blockIdx.x >= kRouteBlocks;
   const int32_t qt = static_cast<int32_t>(blockIdx.x) - kRouteBlocks; /* a quantizing block's token */
@@ -290,7 +286,7 @@ __global__ void __cluster_dims__(kRouteBlocks, 1, 1) __launch_bounds__(kThreads,
 }
 
 /* The one-block variant's dynamic shared memory: the ids and the three per-expert arrays, then (16-byte aligned)
- * the routing scratch — the team's (routing_team.cuh), or the group keys of the warps that run route_token (T
+ * the routing scratch — the team's (routing_team.cuh), or the E floats of the warps that run route_token (T
  * routing warps and up to kPhaseWeights warming ones, warm_phase), not of all 16. */
 __host__ __device__ constexpr size_t block_keys_offset(int32_t TK, int32_t E_local) {
   return ((static_cast<size_t>(TK) + 3 * static_cast<size_t>(E_local)) * sizeof(int32_t) + 15) / 16 * 16;
@@ -316,7 +312,7 @@ __global__ void __launch_bounds__(kBlockThreads, 1) prologue_block_kernel(fp8moe
   int32_t* count = ids + TK;              /* [E_local] */
   int32_t* start = count + n_local;       /* [E_local] */
   int32_t* cursor = start + n_local;      /* [E_local] */
-  /* then (block_keys_offset) either the team's scratch or route_token's group keys, [key_warps × E] */
+  /* then (block_keys_offset) either the team's scratch or route_token's scratch, [key_warps × E] */
   char* keys = reinterpret_cast<char*>(smem) + block_keys_offset(TK, n_local);
   float* gkey = reinterpret_cast<float*>(keys);
 
@@ -407,10 +403,11 @@ __global__ void __launch_bounds__(kBlockThreads, 1) prologue_block_kernel(fp8moe
 template <int PL>
 cudaError_t launch_block(const fp8moe_prologue_args& a, cudaStream_t stream) {
   const int32_t T = a.precomputed ? a.pre.T : a.r.T;
-  const bool grouped = !a.precomputed && is_grouped(a.r);
+  const bool scratch = !a.precomputed && route_uses_scratch(a.r); /* route_token's E floats per warp */
   const int key_warps = T + kPhaseWeights < kBlockWarps ? T + kPhaseWeights : kBlockWarps;
-  const size_t smem = block_keys_offset(a.perm.TK, a.perm.E_local) +
-                      (a.team ? sizeof(team_shared) : grouped ? static_cast<size_t>(key_warps) * a.r.E * sizeof(float) : 0);
+  const size_t keys =
+      a.team ? sizeof(team_shared) : scratch ? static_cast<size_t>(key_warps) * a.r.E * sizeof(float) : 0;
+  const size_t smem = block_keys_offset(a.perm.TK, a.perm.E_local) + keys;
   const unsigned blocks = 1u + (a.quantize ? static_cast<unsigned>(T) : 0u);
   if (a.r.v1)
     prologue_block_kernel<PL, true><<<blocks, kBlockThreads, smem, stream>>>(a);
@@ -423,10 +420,10 @@ template <int PL>
 cudaError_t launch(const fp8moe_prologue_args& a, cudaStream_t stream) {
   if (a.single_block) return launch_block<PL>(a, stream);
   const int32_t T = a.precomputed ? a.pre.T : a.r.T;
-  const bool grouped = !a.precomputed && is_grouped(a.r);
+  const bool scratch = !a.precomputed && route_uses_scratch(a.r); /* route_token's E floats per warp */
   const unsigned quant_blocks = a.quantize ? (static_cast<unsigned>(T) + kRouteBlocks - 1) / kRouteBlocks * kRouteBlocks : 0u;
   const size_t smem = (static_cast<size_t>(a.perm.TK) + 3 * static_cast<size_t>(a.perm.E_local)) * sizeof(int32_t) +
-                      (grouped ? static_cast<size_t>(kWarps) * a.r.E * sizeof(float) : 0);
+                      (scratch ? static_cast<size_t>(kWarps) * a.r.E * sizeof(float) : 0);
   const unsigned blocks = kRouteBlocks + quant_blocks; /* whole clusters */
   if (a.r.v1)
     prologue_kernel<PL, true><<<blocks, kThreads, smem, stream>>>(a);

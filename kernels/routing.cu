@@ -6,7 +6,8 @@
  * Writes ids [T*K] (global) and weights [T*K] (× routed_scaling_factor), and the optional host outputs.
  * The per-token work is routing_token.cuh (shared with the fused small-T prologue, prologue.cu).
  * Launch: one warp per token, 4 warps per block, experts in registers (E ≤ 2048, K ≤ 32, n_group ≤ 32);
- * E floats of shared memory per warp only for DeepSeek-V3 group limiting. */
+ * E floats of shared memory per warp where route_token uses them (route_uses_scratch: group limiting, the filtered
+ * selection). */
 #include "common.cuh"
 #include "pdl.cuh"
 #include "routing_token.cuh"
@@ -48,8 +49,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32, min_blocks<PL>()) routing
 
 template <int PL>
 cudaError_t launch(const fp8moe_routing_args& a, const fp8moe_zero_args& z, cudaStream_t stream) {
-  const bool grouped = a.method == FP8MOE_ROUTING_DEEPSEEK_V3 && a.n_group > 1 && a.topk_group < a.n_group;
-  const size_t smem = grouped ? static_cast<size_t>(kWarpsPerBlock) * a.E * sizeof(float) : 0;
+  const size_t smem = route_uses_scratch(a) ? static_cast<size_t>(kWarpsPerBlock) * a.E * sizeof(float) : 0;
   const unsigned blocks = static_cast<unsigned>((a.T + kWarpsPerBlock - 1) / kWarpsPerBlock);
   if (a.v1)
     routing_kernel<PL, true><<<blocks, kWarpsPerBlock * 32, smem, stream>>>(a, z);

@@ -345,28 +345,44 @@ __device__ __forceinline__ float order_float(uint32_t w) {
   return __uint_as_float((w & 0x80000000u) ? (w & 0x7FFFFFFFu) : ~w);
 }
 
-/* Where route_filtered may run (uniform over a launch): DeepSeek-V3 limiting groups of at least two experts, with
- * 2·topk_group ≥ K (its candidate floor needs K experts among the picked groups' two largest keys), and not switched
- * off (FALLBACK 'f', or 'w': fp8moe_routing_args.filtered). */
-__device__ __forceinline__ bool filtered_applies(const fp8moe_routing_args& a) {
-  return a.filtered && a.method == FP8MOE_ROUTING_DEEPSEEK_V3 && a.n_group > 1 && a.topk_group < a.n_group &&
-         a.E / a.n_group >= 2 && 2 * a.topk_group >= a.K;
+/* DeepSeek-V3's group limiting applies (limit_groups). */
+__host__ __device__ __forceinline__ bool limits_groups(const fp8moe_routing_args& a) {
+  return a.method == FP8MOE_ROUTING_DEEPSEEK_V3 && a.n_group > 1 && a.topk_group < a.n_group;
 }
 
-/* Token t by the filtered selection (routing_filter.h): approximate keys → groups picked from approximate scores
- * where the margin allows → candidates (picked groups, at or above the floor; at most one per lane) → their exact
- * keys (src/routing_math.h, the exact path's functions on the same values) → top-K over those. Same contract and
+/* Where route_filtered may run (uniform over a launch): the sigmoid-keyed methods with E ≤ 512 (route_token's PL ≤
+ * 16); where DeepSeek-V3 limits groups, groups of at least two experts and 2·topk_group ≥ K (the candidate floor needs
+ * K experts among the picked groups' two largest keys); not switched off (FALLBACK 'f', or 'w':
+ * fp8moe_routing_args.filtered). */
+__host__ __device__ __forceinline__ bool filtered_applies(const fp8moe_routing_args& a) {
+  const bool sigmoid_keys = a.method == FP8MOE_ROUTING_DEEPSEEK_V3 || a.method == FP8MOE_ROUTING_SIGMOID ||
+                            a.method == FP8MOE_ROUTING_SIGMOID_RENORM;
+  return a.filtered && sigmoid_keys && a.E <= 512 &&
+         (!limits_groups(a) || (a.E / a.n_group >= 2 && 2 * a.topk_group >= a.K));
+}
+
+/* Whether route_token uses its warp's E floats of shared memory (gkey): the group keys of limit_groups, or the
+ * filtered selection's group keys and candidate list. The launchers size the scratch by it. */
+__host__ __device__ __forceinline__ bool route_uses_scratch(const fp8moe_routing_args& a) {
+  return limits_groups(a) || filtered_applies(a);
+}
+
+/* Token t by the filtered selection (routing_filter.h): approximate keys → where DeepSeek-V3 limits groups, the groups
+ * picked from approximate scores where the margin allows → candidates (picked groups, at or above the floor; at most
+ * one per lane) → their exact keys (src/routing_math.h, the exact path's functions on the same values) → top-K over
+ * those. Without group limiting the floor comes from the K-th largest of the lanes' largest keys: those K lanes hold
+ * K distinct experts whose exact keys are within δ of it (fp8moe_rf_candidate_floor's argument). Same contract and
  * outputs as route_token; returns 1 or 0 (lane < K), or −1 (uniform) where the token needs the exact path: a
  * non-finite logit or bias, groups too close to call, or more than 32 candidates (ties, near-ties, huge biases).
- * Every logit is selectable here and the picked groups hold ≥ K experts, so no slot is a filler and the weight of
- * slot k is σ(x) of its expert, the value its exact key was made of. gkey: E floats (the group keys, then the
- * candidate list). from > 0: code warming (route_token), placeholders for the phases before it, no memory read. */
+ * Every logit is selectable here and ≥ K experts remain, so no slot is a filler and the weight of slot k is σ(x) of
+ * its expert, the value its exact key was made of. gkey: E floats (the group keys, then the candidate list). from >
+ * 0: code warming (route_token), placeholders for the phases before it, no memory read. */
 template <int PL>
 __device__ __forceinline__ int route_filtered(const fp8moe_routing_args& a, int64_t t, float* gkey, int32_t* e_out,
                                               float* w_out, int from) {
   const int lane = threadIdx.x % 32;
-  const int32_t E = a.E, G = a.n_group, gs = E / G;
-  const bool with_bias = a.bias.data != nullptr;
+  const int32_t E = a.E, G = a.n_group;
+  const bool with_bias = a.method == FP8MOE_ROUTING_DEEPSEEK_V3 && a.bias.data != nullptr; /* as route_token */
   float ak[PL]; /* approximate keys (registers past E: unused) */
   float max_abs = 0.0f;
   if (from <= kPhaseKeys) {
@@ -375,10 +391,10 @@ __device__ __forceinline__ int route_filtered(const fp8moe_routing_args& a, int6
       if (with_bias) load_lane<PL>(a.bias, 0, a.bias.s[0], E, lane, bias);
       load_lane<PL>(a.logits, t * a.logits.s[0], a.logits.s[1], E, lane, logit);
     } else {
-      /* placeholders that a real token's path takes: decisive groups (scores 4.5e-4 apart per register), two
-       * candidates per picked group */
+      /* placeholders that take a real token's path: decisive groups (register j is group j at 32 experts a group:
+       * scores ~3e-3 apart and more, ≫ δ), ~20 candidates with or without group limiting */
 #pragma unroll
-      for (int j = 0; j < PL; ++j) logit[j] = 0.001f * static_cast<float>(j) - static_cast<float>(lane);
+      for (int j = 0; j < PL; ++j) logit[j] = -2.0f * static_cast<float>(j) - static_cast<float>(lane);
     }
     /* A NaN or −Inf logit (the exact path sanitizes it) or a non-finite bias (then the key is not finite): the exact
      * path. Bitwise, not short-circuit, so that the loop stays free of branches. Registers past E read 0 (load_lane)
@@ -394,7 +410,7 @@ __device__ __forceinline__ int route_filtered(const fp8moe_routing_args& a, int6
     if (__any_sync(0xffffffffu, exact)) return -1;
   } else {
 #pragma unroll
-    for (int j = 0; j < PL; ++j) ak[j] = 0.001f * static_cast<float>(j) - 0.1f * static_cast<float>(lane);
+    for (int j = 0; j < PL; ++j) ak[j] = -2.0f * static_cast<float>(j) - static_cast<float>(lane); /* as above */
   }
   /* |keys| ≥ 0 order as their bit patterns. Past 2^64 (a bias no router has) the exact path: group scores of such
    * keys could overflow, and the bound of routing_filter.h assumes they do not. */
@@ -406,27 +422,43 @@ __device__ __forceinline__ int route_filtered(const fp8moe_routing_args& a, int6
   uint32_t ord = 0u;   /* its exact key's order word; 0: none, or taken */
   float sg = 0.0f;     /* its σ(x): the weight */
   if (from <= kPhaseGroups) {
-    float b1, b2;
-    const int sub = group_top2<PL, false>(a, lane, ak, gkey, b1, b2);
-    const int src = (lane < G ? lane : 0) * sub;
-    const float score = __shfl_sync(0xffffffffu, b1 + b2, src); /* group `lane`'s approximate score (lane < G) */
-    const float second = __shfl_sync(0xffffffffu, b2, src);
-    const uint32_t all_groups = G >= 32 ? 0xffffffffu : ((1u << G) - 1u);
-    const uint32_t picked = all_groups & ~pick_groups<true>(score, G, a.topk_group, lane); /* scores are finite */
-    const bool mine = (picked >> lane) & 1u, other = lane < G && !mine;
-    const float last = order_float(lanes_min(mine ? order_word(score) : 0xFFFFFFFFu));
-    const float first_out = order_float(lanes_max(other ? order_word(score) : 0u));
-    if (!fp8moe_rf_groups_certain(last, first_out, delta)) return -1;
-    const float floor = fp8moe_rf_candidate_floor(order_float(lanes_min(mine ? order_word(second) : 0xFFFFFFFFu)),
-                                                  delta);
-    __syncwarp(); /* group_top2's reads of gkey are done: it takes the candidate list */
+    uint32_t picked = 0xffffffffu; /* bit g: group g picked (every bit without group limiting) */
+    uint32_t magic = 0u;           /* e / gs by a multiply-high (limit_groups), where groups are limited */
+    float floor;
+    if (limits_groups(a)) {
+      float b1, b2;
+      const int sub = group_top2<PL, false>(a, lane, ak, gkey, b1, b2);
+      const int src = (lane < G ? lane : 0) * sub;
+      const float score = __shfl_sync(0xffffffffu, b1 + b2, src); /* group `lane`'s approximate score (lane < G) */
+      const float second = __shfl_sync(0xffffffffu, b2, src);
+      const uint32_t all_groups = G >= 32 ? 0xffffffffu : ((1u << G) - 1u);
+      picked = all_groups & ~pick_groups<true>(score, G, a.topk_group, lane); /* scores are finite */
+      const bool mine = (picked >> lane) & 1u, other = lane < G && !mine;
+      const float last = order_float(lanes_min(mine ? order_word(score) : 0xFFFFFFFFu));
+      const float first_out = order_float(lanes_max(other ? order_word(score) : 0u));
+      if (!fp8moe_rf_groups_certain(last, first_out, delta)) return -1;
+      floor = fp8moe_rf_candidate_floor(order_float(lanes_min(mine ? order_word(second) : 0xFFFFFFFFu)), delta);
+      magic = 0xFFFFFFFFu / static_cast<uint32_t>(E / G) + 1u; /* groups of ≥ 2 experts: never 0 */
+      __syncwarp(); /* group_top2's reads of gkey are done: it takes the candidate list */
+    } else {
+      /* The K-th largest of the lanes' largest keys (a lane without experts offers none: E ≥ K lanes do) */
+      float lane_max = -INFINITY;
+#pragma unroll
+      for (int j = 0; j < PL; ++j) lane_max = lane + 32 * j < E ? fmaxf(lane_max, ak[j]) : lane_max;
+      uint32_t w = lane < E ? order_word(lane_max) : 0u, top = 0u;
+      for (int32_t k = 0; k < a.K; ++k) {
+        top = lanes_max(w);
+        if (lane == __ffs(__ballot_sync(0xffffffffu, w == top)) - 1) w = 0u;
+      }
+      floor = fp8moe_rf_candidate_floor(order_float(top), delta);
+    }
     int32_t* list = reinterpret_cast<int32_t*>(gkey);
-    const uint32_t magic = 0xFFFFFFFFu / static_cast<uint32_t>(gs) + 1u; /* limit_groups: e / gs, exact */
     int32_t n = 0;
 #pragma unroll
     for (int j = 0; j < PL; ++j) {
       const uint32_t e = static_cast<uint32_t>(lane + 32 * j);
-      const bool cand = e < static_cast<uint32_t>(E) && ((picked >> __umulhi(e, magic)) & 1u) && ak[j] >= floor;
+      const bool in_group = magic == 0u || ((picked >> __umulhi(e, magic)) & 1u);
+      const bool cand = e < static_cast<uint32_t>(E) && in_group && ak[j] >= floor;
       const uint32_t ballot = __ballot_sync(0xffffffffu, cand);
       /* expert order: the list is sorted by index (j, then lane), ≤ E entries */
       if (cand) list[n + __popc(ballot & ((1u << lane) - 1u))] = static_cast<int32_t>(e);
@@ -494,7 +526,7 @@ __device__ __forceinline__ bool route_token(const fp8moe_routing_args& a, int64_
   /* kSorted: the top-K rounds on sorted lanes (sort_lane), which read each slot's logit again afterwards, so the
    * post values are not kept (PL > 8 keeps the rescanning rounds and the post values). */
   constexpr bool kSorted = !kV1 && PL <= 8;
-  if constexpr (kSorted) {
+  if constexpr (!kV1 && PL <= 16) {
     if (filtered_applies(a)) {
       const int r = route_filtered<PL>(a, t, gkey, e_out, w_out, from);
       if (r >= 0 || from > kPhaseLoad) return r > 0; /* a warming warp's result is discarded either way */

@@ -167,6 +167,9 @@ int main(int argc, char** argv) {
       {FP8MOE_ROUTING_RENORMALIZE_NAIVE, 384, 6, 1, 1, 0}, {FP8MOE_ROUTING_TOPK, 32, 2, 1, 1, 0},
       {FP8MOE_ROUTING_SIGMOID, 64, 4, 1, 1, 0},          {FP8MOE_ROUTING_SIGMOID_RENORM, 128, 8, 1, 1, 0},
       {FP8MOE_ROUTING_TOPK_SIGMOID, 64, 4, 1, 1, 0},
+      /* DeepSeek-V3 without group limiting (kimi-k2, glm-4.5-air): the filtered selection's other floor, at 16 and
+       * 4 experts per lane */
+      {FP8MOE_ROUTING_DEEPSEEK_V3, 384, 8, 1, 1, 1},     {FP8MOE_ROUTING_DEEPSEEK_V3, 128, 8, 1, 1, 1},
   };
   arena_bytes = (size_t)1 << 30;
   arena = baseline_alloc256(arena_bytes);
