@@ -453,15 +453,18 @@ __device__ __forceinline__ int route_filtered(const fp8moe_routing_args& a, int6
       floor = fp8moe_rf_candidate_floor(order_float(top), delta);
     }
     int32_t* list = reinterpret_cast<int32_t*>(gkey);
+    const uint32_t below = (1u << lane) - 1u; /* the lanes before this one */
     int32_t n = 0;
 #pragma unroll
     for (int j = 0; j < PL; ++j) {
       const uint32_t e = static_cast<uint32_t>(lane + 32 * j);
-      const bool in_group = magic == 0u || ((picked >> __umulhi(e, magic)) & 1u);
-      const bool cand = e < static_cast<uint32_t>(E) && in_group && ak[j] >= floor;
-      const uint32_t ballot = __ballot_sync(0xffffffffu, cand);
+      /* e < E first: past E the group index may pass 31. Bitwise: no branches. */
+      const bool in = e < static_cast<uint32_t>(E);
+      const bool in_group = magic == 0u || (in && ((picked >> __umulhi(e, magic)) & 1u));
+      const uint32_t ballot = __ballot_sync(0xffffffffu, in & in_group & (ak[j] >= floor));
+      if (ballot == 0u) continue; /* uniform: most registers hold no candidate */
       /* expert order: the list is sorted by index (j, then lane), ≤ E entries */
-      if (cand) list[n + __popc(ballot & ((1u << lane) - 1u))] = static_cast<int32_t>(e);
+      if ((ballot >> lane) & 1u) list[n + __popc(ballot & below)] = static_cast<int32_t>(e);
       n += __popc(ballot);
     }
     if (n > FP8MOE_RF_MAX_CANDIDATES) {
