@@ -170,6 +170,8 @@ int main(int argc, char** argv) {
       /* DeepSeek-V3 without group limiting (kimi-k2, glm-4.5-air): the filtered selection's other floor, at 16 and
        * 4 experts per lane */
       {FP8MOE_ROUTING_DEEPSEEK_V3, 384, 8, 1, 1, 1},     {FP8MOE_ROUTING_DEEPSEEK_V3, 128, 8, 1, 1, 1},
+      /* and with groups of 16 experts (not one register's worth) */
+      {FP8MOE_ROUTING_DEEPSEEK_V3, 128, 8, 8, 4, 1},
   };
   arena_bytes = (size_t)1 << 30;
   arena = baseline_alloc256(arena_bytes);
