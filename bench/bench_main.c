@@ -169,6 +169,7 @@ static int add_point(bench* b, bench_point** slot) {
   (*slot)->route_us = -1;
   (*slot)->peer_us = -1;
   (*slot)->ab_rel_err = -1;
+  (*slot)->ab_route_us = -1;
   return 0;
 }
 
@@ -192,6 +193,31 @@ static double prefix_median(bench* b, cudaGraph_t g, const bench_chain* c, int k
     bench_stats(scratch, b->args.replays, &med, &p90);
   if (ex) cudaGraphExecDestroy(ex);
   return med;
+}
+
+/* Paired A/B of the routing + permutation prefix: A's and B's prefixes (each its own chain's, by route_prefix) timed
+ * in interleaved pairs like the whole runs, so a change to routing or permutation is read with the same pairing;
+ * route_us gets A's median, ab_route_* B's and the ratio. Returns 0, or -1 where a prefix is missing or fails. */
+static int route_pairs(bench* b, cudaGraph_t ga, const bench_chain* ca, int keep_a, cudaGraph_t gb, bench_point* p,
+                       double* us_a, double* us_b) {
+  bench_chain cb;
+  cudaGraphExec_t ea = NULL, eb = NULL;
+  int rc = -1;
+  if (bench_chain_of(gb, &cb) == 0) {
+    const int last_b = route_prefix(&cb);
+    const int n = b->args.replays;
+    if (last_b >= 0 && bench_prefix_exec(ga, ca, keep_a, &ea) == 0 && bench_prefix_exec(gb, &cb, last_b + 1, &eb) == 0 &&
+        bench_time_pairs(&b->timer, ea, eb, b->args.warmup, b->args.warmup_ms, n, us_a, us_b) == 0) {
+      double p90;
+      bench_stats(us_a, n, &p->route_us, &p90);
+      bench_stats(us_b, n, &p->ab_route_us, &p90);
+      bench_paired_stats(us_a, us_b, n, &p->ab_route_ratio, &p->ab_route_wins);
+      rc = 0;
+    }
+  }
+  if (ea) cudaGraphExecDestroy(ea);
+  if (eb) cudaGraphExecDestroy(eb);
+  return rc;
 }
 
 /* One plugin's captured run of a point. */
@@ -306,13 +332,15 @@ static void run_point(bench* b, int ci, const bench_weights* w, const bench_inpu
   p->replay_us = calloc((size_t)b->args.replays, sizeof(double));
   if (ab) p->ab_replay_us = calloc((size_t)b->args.replays, sizeof(double));
   double* scratch = calloc((size_t)b->args.replays, sizeof(double));
+  double* scratch_b = ab ? calloc((size_t)b->args.replays, sizeof(double)) : NULL; /* B's half of paired prefixes */
 #define FAIL(...)                                                       \
   do {                                                                  \
     p->status = 2;                                                      \
     snprintf(p->note, sizeof p->note, __VA_ARGS__);                     \
     goto done;                                                          \
   } while (0)
-  if (!out || !ids || !rows || !p->replay_us || !scratch || (ab && !p->ab_replay_us)) FAIL("host memory");
+  if (!out || !ids || !rows || !p->replay_us || !scratch || (ab && (!p->ab_replay_us || !scratch_b)))
+    FAIL("host memory");
   if (cudaMalloc(&d.hidden, (size_t)(T * H) * 2) != cudaSuccess || cudaMalloc(&d.logits, (size_t)(T * E) * 4) ||
       cudaMalloc(&d.bias, (size_t)E * 4) || cudaMalloc(&d.a1, 8) || alloc_outputs(&d, T, H, K) ||
       (ab && alloc_outputs(&db, T, H, K)))
@@ -388,7 +416,8 @@ static void run_point(bench* b, int ci, const bench_weights* w, const bench_inpu
   bench_chain chain;
   if (bench_chain_of(cap[0].graph, &chain) == 0) {
     const int last = route_prefix(&chain);
-    if (last >= 0) p->route_us = prefix_median(b, cap[0].graph, &chain, last + 1, scratch);
+    if (last >= 0 && !(ab && route_pairs(b, cap[0].graph, &chain, last + 1, cap[1].graph, p, scratch, scratch_b) == 0))
+      p->route_us = prefix_median(b, cap[0].graph, &chain, last + 1, scratch);
     if (b->args.stages) {
       p->stage_us = calloc((size_t)chain.n, sizeof(double));
       p->stage_name = calloc((size_t)chain.n, sizeof *p->stage_name);
@@ -429,6 +458,7 @@ done:
   free(ids);
   free(rows);
   free(scratch);
+  free(scratch_b);
 }
 
 static void print_point(const bench_point* p) {
@@ -449,6 +479,9 @@ static void print_point(const bench_point* p) {
          p->p90_us, p->route_us, p->tflops, p->weight_gbs, p->fraction, p->rel_err);
   if (p->n_ab_replays)
     printf("  B %.1f us  B/A %.4f (B faster in %d of %d)", p->ab_median_us, p->ab_ratio, p->ab_wins, p->n_ab_replays);
+  if (p->ab_route_us >= 0)
+    printf("  route+perm B %.1f us  B/A %.4f (%d of %d)", p->ab_route_us, p->ab_route_ratio, p->ab_route_wins,
+           p->n_replays);
   putchar('\n');
   if (p->n_stages) {
     printf("    stages (prefix-graph differences, µs):");

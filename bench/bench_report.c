@@ -71,8 +71,9 @@ static void write_ab_markdown(FILE* f, const bench_run* run) {
   if (!run->ab) return;
   fprintf(f, "\nA/B (B = %s with FP8MOE_CUDA_GEMM_FALLBACK%s%s; replays in interleaved pairs, order alternating):\n\n",
           run->ab_library, run->ab_env_set ? "=" : " unset", run->ab_env);
-  fprintf(f, "| shape | format | routing | T | A µs | B µs | B/A (paired median) | B faster in | B rel err |\n");
-  fprintf(f, "|---|---|---|---|---|---|---|---|---|\n");
+  fprintf(f, "| shape | format | routing | T | A µs | B µs | B/A (paired median) | B faster in | B rel err "
+             "| route+perm A µs | B µs | B/A | B faster in |\n");
+  fprintf(f, "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (int i = 0; i < run->n_points; ++i) {
     const bench_point* p = &run->points[i];
     const bench_case* c = bench_case_at((size_t)p->case_index);
@@ -83,8 +84,15 @@ static void write_ab_markdown(FILE* f, const bench_run* run) {
     if (timed) snprintf(ratio, sizeof ratio, "%.4f", p->ab_ratio);
     if (timed) snprintf(wins, sizeof wins, "%d of %d", p->ab_wins, p->n_ab_replays);
     if (p->ab_rel_err >= 0) snprintf(err, sizeof err, "%.1e", p->ab_rel_err);
-    fprintf(f, "| %s | %s | %s | %lld | %s | %s | %s | %s | %s |\n", c->model->name, bench_format_short(c->format),
-            bench_routing_name(p->routing), (long long)p->T, a, b, ratio, wins, err);
+    char ra[32], rb[32], rratio[32] = "–", rwins[32] = "–";
+    const int rtimed = p->ab_route_us >= 0;
+    fmt_us(ra, sizeof ra, rtimed ? p->route_us : -1);
+    fmt_us(rb, sizeof rb, rtimed ? p->ab_route_us : -1);
+    if (rtimed) snprintf(rratio, sizeof rratio, "%.4f", p->ab_route_ratio);
+    if (rtimed) snprintf(rwins, sizeof rwins, "%d of %d", p->ab_route_wins, p->n_replays);
+    fprintf(f, "| %s | %s | %s | %lld | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", c->model->name,
+            bench_format_short(c->format), bench_routing_name(p->routing), (long long)p->T, a, b, ratio, wins, err, ra,
+            rb, rratio, rwins);
   }
 }
 
@@ -175,6 +183,10 @@ static void jab_point(FILE* f, const bench_point* p) {
   fprintf(f, "\"ab_wins\":%d,", p->ab_wins);
   jkey(f, "ab_rel_err"), jnum(f, p->ab_rel_err >= 0 ? p->ab_rel_err : NAN), fputc(',', f);
   jkey(f, "ab_replay_us"), jarray(f, p->ab_replay_us, p->n_ab_replays), fputc(',', f);
+  const int rtimed = p->ab_route_us >= 0;
+  jkey(f, "ab_route_us"), jnum(f, rtimed ? p->ab_route_us : NAN), fputc(',', f);
+  jkey(f, "ab_route_ratio"), jnum(f, rtimed ? p->ab_route_ratio : NAN), fputc(',', f);
+  fprintf(f, "\"ab_route_wins\":%d,", p->ab_route_wins);
 }
 
 int bench_write_json(FILE* f, const bench_run* run) {

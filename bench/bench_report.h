@@ -55,6 +55,10 @@ typedef struct bench_point {
   double ab_ratio;        /* median over pairs of B/A */
   int ab_wins;            /* pairs in which B was faster */
   double ab_rel_err;      /* B's check against the CPU backend; < 0 = not checked */
+  /* B's routing + permutation prefix, timed in pairs with A's (route_us is then A's half of those pairs). */
+  double ab_route_us;     /* B's median; < 0 = not measured */
+  double ab_route_ratio;  /* median over pairs of B/A */
+  int ab_route_wins;      /* pairs in which B's prefix was faster */
 } bench_point;
 
 typedef struct bench_run {

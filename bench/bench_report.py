@@ -35,6 +35,8 @@ STATUSES = {"ok", "check-failed", "error", "skipped"}
 AB = {"library": str, "env": (str, type(None))}
 AB_POINT = {"ab_median_us": OPT_NUM, "ab_ratio": OPT_NUM, "ab_wins": int, "ab_rel_err": OPT_NUM,
             "ab_replay_us": list}
+# B's routing + permutation prefix timed in pairs with A's (reports since the paired prefix; absent before it).
+AB_ROUTE = {"ab_route_us": OPT_NUM, "ab_route_ratio": OPT_NUM, "ab_route_wins": int}
 
 
 class SchemaError(Exception):
@@ -93,6 +95,13 @@ def validate_ab_point(p, where):
                 raise SchemaError(f"{where}.{key}: an ok A/B point needs a positive value")
         if not 0 <= p["ab_wins"] <= len(b):
             raise SchemaError(f"{where}.ab_wins: {p['ab_wins']} of {len(b)} pairs")
+    if "ab_route_ratio" in p:
+        check_fields(p, AB_ROUTE, where)
+        for key in ("ab_route_us", "ab_route_ratio"):
+            if p[key] is not None and (not isinstance(p[key], NUM) or p[key] <= 0):
+                raise SchemaError(f"{where}.{key}: a paired prefix needs a positive value")
+        if not 0 <= p["ab_route_wins"] <= len(p["replay_us"]):
+            raise SchemaError(f"{where}.ab_route_wins: {p['ab_route_wins']} of {len(p['replay_us'])} pairs")
 
 
 def load(path):
@@ -159,6 +168,9 @@ def with_ab(doc):
         timed = p["status"] == "ok" and b
         p.update(ab_median_us=0.98 * p["median_us"] if timed else None, ab_ratio=0.98 if timed else None,
                  ab_wins=len(b), ab_rel_err=p["rel_err"], ab_replay_us=b)
+        route = timed and p["route_permute_us"] is not None
+        p.update(ab_route_us=0.9 * p["route_permute_us"] if route else None, ab_route_ratio=0.9 if route else None,
+                 ab_route_wins=len(b) if route else 0)
     return d
 
 
@@ -171,6 +183,8 @@ def selftest(path):
     d = copy.deepcopy(ab); d["ab"]["env"] = 1; broken.append(("ab.env", d))
     d = copy.deepcopy(ab); del d["points"][0]["ab_ratio"]; broken.append(("A/B point without ab_ratio", d))
     d = copy.deepcopy(ab); d["points"][0]["ab_replay_us"] = []; broken.append(("ok A/B point without B replays", d))
+    d = copy.deepcopy(ab); del d["points"][0]["ab_route_wins"]; broken.append(("paired prefix without its wins", d))
+    d = copy.deepcopy(ab); d["points"][0]["ab_route_ratio"] = -1.0; broken.append(("negative prefix ratio", d))
     d = copy.deepcopy(doc); d["schema"] = "other/9"; broken.append(("schema tag", d))
     d = copy.deepcopy(doc); del d["points"][0]["median_us"]; broken.append(("missing field", d))
     d = copy.deepcopy(doc); d["points"][0]["T"] = "1"; broken.append(("string for int", d))

@@ -166,6 +166,7 @@ static void sample_run(bench_run* r, bench_point* pts, double* replays) {
   pts[0].p90_us = 126;
   pts[0].route_us = NAN;
   pts[0].peer_us = 120;
+  pts[0].ab_route_us = -1; /* not paired (add_point's default) */
   pts[1] = pts[0];
   pts[1].routing = BENCH_ROUTING_SKEWED;
   pts[1].status = 3;
@@ -229,6 +230,10 @@ static void test_ab_writers(void) {
   bench_stats(ab, 30, &pts[0].ab_median_us, &p90);
   pts[0].ab_rel_err = 3.2e-3;
   pts[1].ab_rel_err = -1;
+  pts[0].route_us = 12.5; /* the paired routing + permutation prefix: A's half, B's median, ratio, wins */
+  pts[0].ab_route_us = 10.0;
+  pts[0].ab_route_ratio = 0.8;
+  pts[0].ab_route_wins = 29;
   EXPECT(pts[0].ab_wins == 20 && pts[0].ab_ratio == 0.9, "sample pairs: %d wins, ratio %g", pts[0].ab_wins,
          pts[0].ab_ratio);
   char buf[16384];
@@ -238,12 +243,14 @@ static void test_ab_writers(void) {
     fclose(f);
   }
   EXPECT(strstr(buf, "A/B (B = /b/libfp8moe.so.1 with FP8MOE_CUDA_GEMM_FALLBACK=l;") != NULL, "A/B header: %s", buf);
-  EXPECT(strstr(buf, "| shape | format | routing | T | A µs | B µs | B/A (paired median) | B faster in | B rel err |") !=
-             NULL,
+  EXPECT(strstr(buf, "| shape | format | routing | T | A µs | B µs | B/A (paired median) | B faster in | B rel err "
+                     "| route+perm A µs | B µs | B/A | B faster in |") != NULL,
          "A/B table header");
-  EXPECT(strstr(buf, "| deepseek-v3 | block | uniform | 1 | 114.5 | 110.2 | 0.9000 | 20 of 30 | 3.2e-03 |") != NULL,
+  EXPECT(strstr(buf, "| deepseek-v3 | block | uniform | 1 | 114.5 | 110.2 | 0.9000 | 20 of 30 | 3.2e-03 | 12.5 | 10.0 "
+                     "| 0.8000 | 29 of 30 |") != NULL,
          "A/B row: %s", buf);
-  EXPECT(strstr(buf, "| deepseek-v3 | block | skewed | 1 | – | – | – | – | – |") != NULL, "untimed A/B row");
+  EXPECT(strstr(buf, "| deepseek-v3 | block | skewed | 1 | – | – | – | – | – | – | – | – | – |") != NULL,
+         "untimed A/B row");
   EXPECT(strstr(buf, "| 120.0 | 1.05 |") != NULL, "the main table stays");
   f = fmemopen(buf, sizeof buf, "w");
   EXPECT(f && bench_write_json(f, &r) == 0, "A/B json written");
@@ -251,10 +258,11 @@ static void test_ab_writers(void) {
   EXPECT(strstr(buf, "\"ab\":{\"library\":\"/b/libfp8moe.so.1\",\"env\":\"l\"}") != NULL, "run's ab: %s", buf);
   EXPECT(strstr(buf, "\"ab_median_us\":110.25,") != NULL && strstr(buf, "\"ab_ratio\":0.9,") != NULL &&
              strstr(buf, "\"ab_wins\":20,") != NULL && strstr(buf, "\"ab_rel_err\":0.0032,") != NULL &&
-             strstr(buf, "\"ab_replay_us\":[120,90.9") != NULL,
+             strstr(buf, "\"ab_replay_us\":[120,90.9") != NULL &&
+             strstr(buf, "\"ab_route_us\":10,\"ab_route_ratio\":0.8,\"ab_route_wins\":29,") != NULL,
          "point's ab keys: %s", buf);
-  EXPECT(strstr(buf, "\"ab_median_us\":null,\"ab_ratio\":null,\"ab_wins\":0,\"ab_rel_err\":null,\"ab_replay_us\":[]") !=
-             NULL,
+  EXPECT(strstr(buf, "\"ab_median_us\":null,\"ab_ratio\":null,\"ab_wins\":0,\"ab_rel_err\":null,\"ab_replay_us\":[],"
+                     "\"ab_route_us\":null,\"ab_route_ratio\":null,\"ab_route_wins\":0,") != NULL,
          "untimed point's ab keys are null");
   r.ab_env_set = 0;
   f = fmemopen(buf, sizeof buf, "w");
