@@ -436,7 +436,10 @@ __device__ __forceinline__ int route_filtered(const fp8moe_routing_args& a, int6
       const bool mine = (picked >> lane) & 1u, other = lane < G && !mine;
       const float last = order_float(lanes_min(mine ? order_word(score) : 0xFFFFFFFFu));
       const float first_out = order_float(lanes_max(other ? order_word(score) : 0u));
-      if (!fp8moe_rf_groups_certain(last, first_out, delta)) return -1;
+      if (!fp8moe_rf_groups_certain(last, first_out, delta)) {
+        __syncwarp(); /* group_top2's reads of gkey are done before the exact path writes it */
+        return -1;
+      }
       floor = fp8moe_rf_candidate_floor(order_float(lanes_min(mine ? order_word(second) : 0xFFFFFFFFu)), delta);
       magic = 0xFFFFFFFFu / static_cast<uint32_t>(E / G) + 1u; /* groups of ≥ 2 experts: never 0 */
       __syncwarp(); /* group_top2's reads of gkey are done: it takes the candidate list */
