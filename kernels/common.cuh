@@ -73,6 +73,10 @@ __device__ __forceinline__ uint32_t e4m3x4(float a, float b, float c, float d) {
 
 /* 2^x and 1/x by the SFU alone (ex2.approx.ftz, rcp.approx.ftz: ≤ 2 ulp and 1 ulp; the flush to zero touches only
  * inputs and results below 2^-126, where the activation below adds 1 to e or multiplies by ~0 either way). */
+/* An empty asm that holds two fp32 values in registers at this point (an ordering fence for ptxas: routing_token.cuh
+ * pins its exps before its divisions). */
+__device__ __forceinline__ void pin_f32x2(float& a, float& b) { asm volatile("" : "+f"(a), "+f"(b)); }
+
 __device__ __forceinline__ float ex2_approx(float x) {
   float y;
   asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));

@@ -397,7 +397,7 @@ __device__ __forceinline__ bool route_token(const fp8moe_routing_args& a, int64_
 #pragma unroll
       for (int j = 0; j < PL; ++j) fp8moe_rm_sigmoid_terms(logit[j], &num[j], &den[j]); /* the exps together */
 #pragma unroll
-      for (int j = 0; j < PL; ++j) asm volatile("" : "+f"(num[j]), "+f"(den[j])); /* see below */
+      for (int j = 0; j < PL; ++j) pin_f32x2(num[j], den[j]); /* see below */
       /* The empty asm pins every term before the first division: without it ptxas sinks each exp into its
        * division's slow-path region (BSSY … BSYNC in the SASS), one after another; with it the 8 exps of a
        * DeepSeek-V3 lane share one region and interleave (docs/GPU.md "Small-T prologue", phase trace). */

@@ -1,0 +1,299 @@
+/* test_routing_emu.cpp — the CUDA routing code itself (kernels/routing_token.cuh: route_token, its filtered
+ * selection and its exact path) compiled for the host and run on an emulated warp (routing_emu/warp_emu.h: 32
+ * coroutine lanes in lockstep at every collective; routing_emu/common_host.h: the few device helpers it uses, the SFU
+ * stand-ins moved by up to their documented error), against the CPU backend through the public API, ids and weight
+ * bits per slot. No GPU: it checks the kernel's logic — warp collectives, the candidate list, ties, the fallbacks —
+ * in every CI run, before any device time; the GPU's own arithmetic is test_gpu_routing_bits' to check. Each method
+ * of test_gpu_routing_bits runs with the default sequence and with the previous sequence ("w"), on rows of every kind (random at three scales, ties, ±Inf and NaN, fewer selectable
+ * experts than K, huge magnitudes, exp's thresholds, near-equal values, sigmoid keys on a grid near the filter's
+ * error bound). Usage: test_routing_emu [rows per method and sequence] (default 300). */
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern "C" {
+#include "baseline_problem.h"
+}
+#include "common_host.h" /* before routing_token.cuh: takes the place of kernels/common.cuh */
+#include "routing_token.cuh"
+
+emu_dim3 threadIdx;
+int fp8moe::sfu_error_ulps = 1;
+
+namespace emu {
+Warp* warp;
+namespace {
+Warp g_warp;
+char g_stacks[32][128 * 1024];
+void (*g_body)(unsigned, void*);
+void* g_ctx;
+void lane_entry(int l) {
+  g_body(static_cast<unsigned>(l), g_ctx);
+  g_warp.lane[l].done = true;
+}
+}  // namespace
+
+const char* run(void (*body)(unsigned lane, void* ctx), void* ctx) {
+  warp = &g_warp;
+  g_body = body;
+  g_ctx = ctx;
+  g_warp.error = nullptr;
+  for (int l = 0; l < 32; ++l) {
+    Lane& ln = g_warp.lane[l];
+    getcontext(&ln.ctx);
+    ln.ctx.uc_stack.ss_sp = g_stacks[l];
+    ln.ctx.uc_stack.ss_size = sizeof g_stacks[l];
+    ln.ctx.uc_link = &g_warp.scheduler;
+    makecontext(&ln.ctx, reinterpret_cast<void (*)()>(lane_entry), 1, l);
+    ln.done = false;
+    ln.op = kNone;
+  }
+  for (;;) {
+    for (int l = 0; l < 32; ++l) {
+      if (g_warp.lane[l].done) continue;
+      threadIdx.x = static_cast<unsigned>(l);
+      swapcontext(&g_warp.scheduler, &g_warp.lane[l].ctx);
+    }
+    int done = 0;
+    for (int l = 0; l < 32; ++l) done += g_warp.lane[l].done;
+    if (done == 32) return g_warp.error;
+    if (done > 0) return g_warp.error = "divergent warp: some lanes returned while others wait at a collective";
+    const Op op = g_warp.lane[0].op;
+    for (int l = 1; l < 32; ++l)
+      if (g_warp.lane[l].op != op) return g_warp.error = "divergent warp: lanes wait at different collectives";
+    uint64_t all = 0;
+    for (int l = 0; l < 32; ++l) {
+      const uint64_t v = g_warp.lane[l].value;
+      if (op == kBallot) all |= (v & 1u) << l;
+      if (op == kMax) all = (l == 0 || static_cast<uint32_t>(v) > all) ? static_cast<uint32_t>(v) : all;
+      if (op == kMin) all = (l == 0 || static_cast<uint32_t>(v) < all) ? static_cast<uint32_t>(v) : all;
+    }
+    for (int l = 0; l < 32; ++l) {
+      Lane& ln = g_warp.lane[l];
+      if (op == kShfl) ln.result = g_warp.lane[ln.arg].value;
+      else if (op == kShflXor) ln.result = g_warp.lane[static_cast<unsigned>(l) ^ ln.arg].value;
+      else ln.result = all;
+      ln.op = kNone;
+    }
+    ++g_warp.collectives;
+  }
+}
+}  // namespace emu
+
+namespace {
+
+uint64_t g_rng = 0x9E3779B97F4A7C15ull;
+uint32_t next_u32() {
+  g_rng ^= g_rng << 13;
+  g_rng ^= g_rng >> 7;
+  g_rng ^= g_rng << 17;
+  return static_cast<uint32_t>(g_rng >> 16);
+}
+float uniform() { return static_cast<float>(next_u32() >> 8) / 16777216.0f; }
+
+unsigned char* g_arena;
+size_t g_arena_used, g_arena_bytes;
+
+void* data_fn(const baseline_problem*, int32_t, fp8moe_dtype dt, int64_t n) {
+  const size_t bytes = static_cast<size_t>(n > 0 ? n : 1) * (dt.bits / 8u);
+  void* d = g_arena + g_arena_used;
+  g_arena_used += (bytes + 255) / 256 * 256;
+  if (g_arena_used > g_arena_bytes) return nullptr;
+  for (int64_t i = 0; i < n; ++i) {
+    if (dt.code == FP8MOE_DTYPE_FLOAT8_E4M3FN) static_cast<unsigned char*>(d)[i] = static_cast<unsigned char>(next_u32() & 0xB7);
+    else if (dt.code == FP8MOE_DTYPE_FLOAT && dt.bits == 32) static_cast<float*>(d)[i] = 0.005f + 0.01f * uniform();
+    else memset(static_cast<char*>(d) + i * (dt.bits / 8), 0, dt.bits / 8);
+  }
+  return d;
+}
+
+/* One logit row of kind 0 … 12, as test_gpu_routing_bits fills them. */
+void fill_row(float* row, int32_t E, int32_t K, uint32_t kind, const float* bias) {
+  static const float scales[] = {1.0f, 4.0f, 30.0f};
+  static const float edges[] = {88.0f, 88.7228f, 89.0f, -87.3f, -103.9f, -104.5f, 1e-30f, -1e-30f, 0.0f, -0.0f};
+  for (int32_t e = 0; e < E; ++e) row[e] = (uniform() - 0.5f) * 2.0f * scales[kind % 3];
+  switch (kind) {
+    case 6:
+      for (int32_t e = 0; e < E; ++e) row[e] = static_cast<float>(next_u32() % 3);
+      break;
+    case 7:
+      for (int32_t e = 0; e < E; ++e) {
+        const uint32_t r = next_u32() % 16;
+        row[e] = r == 0 ? NAN : r == 1 ? INFINITY : r == 2 ? -INFINITY : row[e];
+      }
+      break;
+    case 8:
+      for (int32_t e = 0; e < E; ++e) row[e] = static_cast<int32_t>(next_u32() % static_cast<uint32_t>(E)) < K - 1 ? row[e] : -INFINITY;
+      break;
+    case 9:
+      for (int32_t e = 0; e < E; ++e) row[e] = (uniform() - 0.5f) * 2e30f;
+      break;
+    case 10:
+      for (int32_t e = 0; e < E; ++e) row[e] = edges[next_u32() % 10] + (uniform() - 0.5f) * 1e-3f * static_cast<float>(next_u32() % 2);
+      break;
+    case 11:
+      for (int32_t e = 0; e < E; ++e) row[e] = 1.0f + static_cast<float>(next_u32() % 8) * 1.1920929e-7f;
+      break;
+    case 12:
+      for (int32_t e = 0; e < E; ++e) {
+        const double s = 0.25 + 3e-5 * static_cast<double>(next_u32() % 256) - (bias ? static_cast<double>(bias[e]) : 0.0);
+        row[e] = static_cast<float>(log(s / (1.0 - s)));
+      }
+      break;
+    default:
+      break;
+  }
+}
+
+struct Run {
+  const fp8moe_routing_args* a;
+  float* gkey;
+  int32_t* ids;
+  float* w;
+  bool v1;
+};
+
+template <int PL, bool kV1>
+void route_all(unsigned lane, Run* r) {
+  for (int64_t t = 0; t < r->a->T; ++t) {
+    int32_t e = 0;
+    float w = 0.0f;
+    if (fp8moe::route_token<PL, kV1>(*r->a, t, r->gkey, &e, &w)) {
+      r->ids[t * r->a->K + lane] = e;
+      r->w[t * r->a->K + lane] = w;
+    }
+  }
+}
+
+template <int PL>
+void body_pl(unsigned lane, Run* r) {
+  if (r->v1) route_all<PL, true>(lane, r);
+  else route_all<PL, false>(lane, r);
+}
+
+void body(unsigned lane, void* p) {
+  Run* r = static_cast<Run*>(p);
+  switch (fp8moe::lane_experts(r->a->E)) {
+    case 1: body_pl<1>(lane, r); break;
+    case 2: body_pl<2>(lane, r); break;
+    case 4: body_pl<4>(lane, r); break;
+    case 8: body_pl<8>(lane, r); break;
+    default: body_pl<16>(lane, r); break;
+  }
+}
+
+struct MethodCase {
+  int32_t method, E, K, n_group, topk_group, with_bias;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const long rows = argc > 1 ? strtol(argv[1], nullptr, 10) : 300;
+  test_plugin tp;
+  if (test_plugin_open(nullptr, &tp) != 0) return 1;
+  fp8moe_context* cpu = nullptr;
+  CHECK(baseline_cpu_context(tp.api, 1, &cpu) == FP8MOE_STATUS_OK && cpu, "CPU context");
+  if (!cpu) return test_finish("test_routing_emu", test_checks_run + 1);
+  const MethodCase cases[] = {
+      {FP8MOE_ROUTING_DEEPSEEK_V3, 256, 8, 8, 4, 1}, {FP8MOE_ROUTING_DEEPSEEK_V3, 384, 8, 1, 1, 1},
+      {FP8MOE_ROUTING_DEEPSEEK_V3, 128, 8, 1, 1, 1}, {FP8MOE_ROUTING_DEEPSEEK_V3, 128, 8, 8, 4, 1},
+      {FP8MOE_ROUTING_SIGMOID, 64, 4, 1, 1, 0},      {FP8MOE_ROUTING_SIGMOID_RENORM, 128, 8, 1, 1, 0},
+      {FP8MOE_ROUTING_DEFAULT, 64, 4, 1, 1, 0},      {FP8MOE_ROUTING_RENORMALIZE, 128, 8, 1, 1, 0},
+      {FP8MOE_ROUTING_LLAMA4, 16, 1, 1, 1, 0},       {FP8MOE_ROUTING_RENORMALIZE_NAIVE, 384, 6, 1, 1, 0},
+      {FP8MOE_ROUTING_TOPK, 32, 2, 1, 1, 0},         {FP8MOE_ROUTING_TOPK_SIGMOID, 64, 4, 1, 1, 0},
+  };
+  g_arena_bytes = static_cast<size_t>(64) << 20;
+  g_arena = static_cast<unsigned char*>(baseline_alloc256(g_arena_bytes));
+  static baseline_problem p;
+  long total_collectives = 0;
+  for (const MethodCase& m : cases) {
+    g_arena_used = 0;
+    baseline_config cfg = baseline_config_default();
+    cfg.method = m.method;
+    cfg.format = FP8MOE_QUANT_FP8_PER_TENSOR;
+    cfg.T = rows;
+    cfg.H = 128;
+    cfg.I = 128;
+    cfg.E = m.E;
+    cfg.K = m.K;
+    cfg.n_group = m.n_group;
+    cfg.topk_group = m.topk_group;
+    cfg.with_bias = m.with_bias;
+    cfg.E_local = 1; /* only routing matters here */
+    baseline_build(&p, &cfg, data_fn);
+    float* logits = static_cast<float*>(p.t[FP8MOE_ARG_ROUTER_LOGITS].t.data);
+    const float* bias = m.with_bias ? static_cast<const float*>(p.t[FP8MOE_ARG_ROUTING_BIAS].t.data) : nullptr;
+    for (int64_t t = 0; t < rows; ++t) fill_row(logits + t * m.E, m.E, m.K, static_cast<uint32_t>(t % 13), bias);
+    size_t need = 0;
+    CHECK(tp.api->query_workspace(cpu, &p.args, &need) == FP8MOE_STATUS_OK, "query_workspace: %s", p.message);
+    size_t ws_size = 0;
+    void* ws = baseline_workspace(need, &ws_size);
+    p.args.workspace = ws;
+    p.args.workspace_size = ws_size;
+    const int32_t st = tp.api->run(cpu, &p.args);
+    EXPECT(st == FP8MOE_STATUS_OK, "method %d: CPU run %d: %s", m.method, st, p.message);
+    const int32_t* cpu_ids = static_cast<const int32_t*>(p.t[FP8MOE_ARG_ROUTING_IDS_OUT].t.data);
+    const float* cpu_w = static_cast<const float*>(p.t[FP8MOE_ARG_ROUTING_WEIGHTS_OUT].t.data);
+
+    /* The kernel's arguments over the same host rows, as cuda_run.c's routing_args_of fills them. */
+    fp8moe_routing_args a;
+    memset(&a, 0, sizeof a);
+    a.logits.data = logits;
+    a.logits.dt = FP8MOE_DT_F32;
+    a.logits.s[0] = m.E;
+    a.logits.s[1] = 1;
+    if (bias) {
+      a.bias.data = bias;
+      a.bias.dt = FP8MOE_DT_F32;
+      a.bias.s[0] = 1;
+    }
+    a.T = static_cast<int32_t>(rows);
+    a.E = m.E;
+    a.K = m.K;
+    a.method = m.method;
+    a.n_group = m.n_group;
+    a.topk_group = m.topk_group;
+    a.scale = p.args.routed_scaling_factor == 0.0f ? 1.0f : p.args.routed_scaling_factor;
+    const size_t n = static_cast<size_t>(rows * m.K);
+    int32_t* ids = static_cast<int32_t*>(malloc(n * sizeof(int32_t)));
+    float* w = static_cast<float*>(malloc(n * sizeof(float)));
+    float* gkey = static_cast<float*>(malloc(sizeof(float) * static_cast<size_t>(m.E)));
+    static const char* const kSequence[2] = {"default", "w (previous sequence)"};
+    for (int seq = 0; seq < 2 && ids && w && gkey; ++seq) {
+      a.v1 = seq == 1;
+      for (size_t i = 0; i < n; ++i) {
+        ids[i] = -7;
+        w[i] = NAN;
+      }
+      Run r = {&a, gkey, ids, w, seq == 1};
+      const long before = emu::warp ? emu::warp->collectives : 0;
+      const char* err = emu::run(body, &r);
+      EXPECT(err == nullptr, "method %d (%s): %s", m.method, kSequence[seq], err);
+      total_collectives += emu::warp->collectives - before;
+      long ids_bad = 0, w_bad = 0;
+      for (size_t i = 0; i < n; ++i) {
+        ids_bad += ids[i] != cpu_ids[i];
+        if (memcmp(&w[i], &cpu_w[i], sizeof(float)) != 0 && ++w_bad <= 3)
+          fprintf(stderr, "method %d (%s) row %zu slot %zu: id %d/%d weight cpu %a emulated %a\n", m.method,
+                  kSequence[seq], i / static_cast<size_t>(m.K), i % static_cast<size_t>(m.K), cpu_ids[i], ids[i],
+                  static_cast<double>(cpu_w[i]), static_cast<double>(w[i]));
+      }
+      printf("method %d E %d K %d groups %d/%d, %s: %ld rows, ids differing %ld, weights differing (bits) %ld\n",
+             m.method, m.E, m.K, m.n_group, m.topk_group, kSequence[seq], rows, ids_bad, w_bad);
+      EXPECT(ids_bad == 0 && w_bad == 0, "method %d (%s): %ld ids and %ld weights differ from the CPU backend",
+             m.method, kSequence[seq], ids_bad, w_bad);
+    }
+    free(ids);
+    free(w);
+    free(gkey);
+    free(ws);
+  }
+  printf("%ld warp collectives emulated\n", total_collectives);
+  tp.api->context_destroy(cpu);
+  free(g_arena);
+  test_plugin_close(&tp);
+  return test_finish("test_routing_emu", test_checks_run);
+}
