@@ -154,10 +154,19 @@ struct Run {
   int32_t* ids;
   float* w;
   bool v1;
+  int warm; /* > 0: run the code-warming phases 1 … 4 once each instead of routing the rows (results discarded) */
 };
 
 template <int PL, bool kV1>
 void route_all(unsigned lane, Run* r) {
+  if (r->warm) { /* the prologue's idle warps (docs/GPU.md "Routing's critical path", code warming) */
+    for (int from = fp8moe::kPhaseKeys; from <= fp8moe::kPhaseWeights; ++from) {
+      int32_t e = 0;
+      float w = 0.0f;
+      fp8moe::route_token<PL, kV1>(*r->a, 0, r->gkey, &e, &w, from);
+    }
+    return;
+  }
   for (int64_t t = 0; t < r->a->T; ++t) {
     int32_t e = 0;
     float w = 0.0f;
@@ -270,7 +279,7 @@ int main(int argc, char** argv) {
         ids[i] = -7;
         w[i] = NAN;
       }
-      Run r = {&a, gkey, ids, w, seq == 2};
+      Run r = {&a, gkey, ids, w, seq == 2, 0};
       const long before = emu::warp ? emu::warp->collectives : 0;
       const char* err = emu::run(body, &r);
       EXPECT(err == nullptr, "method %d (%s): %s", m.method, kSequence[seq], err);
@@ -287,6 +296,20 @@ int main(int argc, char** argv) {
              m.method, m.E, m.K, m.n_group, m.topk_group, kSequence[seq], rows, ids_bad, w_bad);
       EXPECT(ids_bad == 0 && w_bad == 0, "method %d (%s): %ld ids and %ld weights differ from the CPU backend",
              m.method, kSequence[seq], ids_bad, w_bad);
+    }
+    /* Code warming reads no memory but the arguments and the warp's scratch: with the logits and the bias pointing
+     * nowhere (an unmapped page; the bias stays non-null, so the bias path runs), a read would crash the test. */
+    if (gkey) {
+      fp8moe_routing_args aw = a;
+      aw.v1 = 0; /* the previous sequence has no warming */
+      aw.logits.data = reinterpret_cast<const void*>(static_cast<uintptr_t>(0x10));
+      if (aw.bias.data) aw.bias.data = reinterpret_cast<const void*>(static_cast<uintptr_t>(0x10));
+      for (int filtered = 0; filtered < 2; ++filtered) { /* the filtered selection's phases and the exact path's */
+        aw.filtered = filtered;
+        Run r = {&aw, gkey, ids, w, false, 1};
+        const char* err = emu::run(body, &r);
+        EXPECT(err == nullptr, "method %d, code warming (filtered %d): %s", m.method, filtered, err);
+      }
     }
     free(ids);
     free(w);
