@@ -7,7 +7,8 @@
  * of test_gpu_routing_bits runs with the default sequence, without the filtered selection ("f") and with the
  * previous sequence ("w"), on rows of every kind (random at three scales, ties, ±Inf and NaN, fewer selectable
  * experts than K, huge magnitudes, exp's thresholds, near-equal values, sigmoid keys on a grid near the filter's
- * error bound). Usage: test_routing_emu [rows per method and sequence] (default 300). */
+ * error bound), in three layouts of the logits and the bias: fp32 compact, bf16 compact, fp16 with padded rows and a
+ * strided bias (NaN in the gaps). Usage: test_routing_emu [rows per method, layout and sequence] (default 100). */
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
@@ -198,10 +199,138 @@ struct MethodCase {
   int32_t method, E, K, n_group, topk_group, with_bias;
 };
 
+long g_collectives;
+
+/* The element of a converted logit or bias: fp32 rounded to bf16 (layout 1) or fp16 (layout 2). */
+uint16_t narrow(float v, int layout) {
+  uint16_t b;
+  if (layout == 1) {
+    const __nv_bfloat16 h = __float2bfloat16(v);
+    memcpy(&b, &h, 2);
+  } else {
+    const __half h = __float2half(v);
+    memcpy(&b, &h, 2);
+  }
+  return b;
+}
+
+/* One method's rows in one layout — 0: fp32 logits and bias, compact; 1: bf16, compact; 2: fp16 logits with rows
+ * E + 5 elements apart and the bias every other element (the gaps hold NaN, so a read at a wrong stride shows) —
+ * through the CPU backend and the emulated kernel, both sequences, and the code warming. */
+void check_layout(const test_plugin& tp, fp8moe_context* cpu, baseline_problem& p, const MethodCase& m, long rows,
+                  int layout, const float* logits32, const float* bias32) {
+  static const char* const kLayout[3] = {"fp32", "bf16", "fp16 strided"};
+  const int64_t ls = layout == 2 ? m.E + 5 : m.E, bs = layout == 2 ? 2 : 1;
+  uint16_t* lg = nullptr;
+  uint16_t* bg = nullptr;
+  if (layout > 0) { /* the converted copies, described in place of the fp32 tensors */
+    lg = static_cast<uint16_t*>(malloc(sizeof(uint16_t) * static_cast<size_t>(rows * ls)));
+    bg = static_cast<uint16_t*>(malloc(sizeof(uint16_t) * static_cast<size_t>(m.E * bs)));
+    if (!lg || !bg) {
+      free(lg);
+      free(bg);
+      CHECK(0, "host memory");
+      return;
+    }
+    for (int64_t i = 0; i < rows * ls; ++i) lg[i] = narrow(NAN, layout);
+    for (int64_t i = 0; i < m.E * bs; ++i) bg[i] = narrow(NAN, layout);
+    for (int64_t t = 0; t < rows; ++t)
+      for (int32_t e = 0; e < m.E; ++e) lg[t * ls + e] = narrow(logits32[t * m.E + e], layout);
+    if (bias32)
+      for (int32_t e = 0; e < m.E; ++e) bg[e * bs] = narrow(bias32[e], layout);
+    const fp8moe_dtype dt = layout == 1 ? TEST_BF16 : TEST_F16;
+    const int64_t lshape[2] = {rows, m.E}, lstride[2] = {ls, 1}, bshape[1] = {m.E}, bstride[1] = {bs};
+    p.args.router_logits = test_tensor_init(&p.t[FP8MOE_ARG_ROUTER_LOGITS], lg, dt, 2, lshape, lstride);
+    if (bias32) p.args.routing_bias = test_tensor_init(&p.t[FP8MOE_ARG_ROUTING_BIAS], bg, dt, 1, bshape, bstride);
+  }
+  size_t need = 0;
+  CHECK(tp.api->query_workspace(cpu, &p.args, &need) == FP8MOE_STATUS_OK, "query_workspace: %s", p.message);
+  size_t ws_size = 0;
+  void* ws = baseline_workspace(need, &ws_size);
+  p.args.workspace = ws;
+  p.args.workspace_size = ws_size;
+  const int32_t st = tp.api->run(cpu, &p.args);
+  EXPECT(st == FP8MOE_STATUS_OK, "method %d (%s): CPU run %d: %s", m.method, kLayout[layout], st, p.message);
+  const int32_t* cpu_ids = static_cast<const int32_t*>(p.t[FP8MOE_ARG_ROUTING_IDS_OUT].t.data);
+  const float* cpu_w = static_cast<const float*>(p.t[FP8MOE_ARG_ROUTING_WEIGHTS_OUT].t.data);
+
+  /* The kernel's arguments over the same host rows, as cuda_run.c's routing_args_of fills them. */
+  fp8moe_routing_args a;
+  memset(&a, 0, sizeof a);
+  const int32_t kdt = layout == 0 ? FP8MOE_DT_F32 : layout == 1 ? FP8MOE_DT_BF16 : FP8MOE_DT_F16;
+  a.logits.data = layout == 0 ? static_cast<const void*>(logits32) : lg;
+  a.logits.dt = kdt;
+  a.logits.s[0] = ls;
+  a.logits.s[1] = 1;
+  if (bias32) {
+    a.bias.data = layout == 0 ? static_cast<const void*>(bias32) : bg;
+    a.bias.dt = kdt;
+    a.bias.s[0] = bs;
+  }
+  a.T = static_cast<int32_t>(rows);
+  a.E = m.E;
+  a.K = m.K;
+  a.method = m.method;
+  a.n_group = m.n_group;
+  a.topk_group = m.topk_group;
+  a.scale = p.args.routed_scaling_factor == 0.0f ? 1.0f : p.args.routed_scaling_factor;
+  const size_t n = static_cast<size_t>(rows * m.K);
+  int32_t* ids = static_cast<int32_t*>(malloc(n * sizeof(int32_t)));
+  float* w = static_cast<float*>(malloc(n * sizeof(float)));
+  float* gkey = static_cast<float*>(malloc(sizeof(float) * static_cast<size_t>(m.E)));
+  static const char* const kSequence[3] = {"default", "f (no filtered selection)", "w (previous sequence)"};
+  for (int seq = 0; seq < 3 && ids && w && gkey; ++seq) {
+    a.v1 = seq == 2;
+    a.filtered = seq == 0;
+    for (size_t i = 0; i < n; ++i) {
+      ids[i] = -7;
+      w[i] = NAN;
+    }
+    Run r = {&a, gkey, ids, w, seq == 2, 0};
+    const long before = emu::warp ? emu::warp->collectives : 0;
+    const char* err = emu::run(body, &r);
+    EXPECT(err == nullptr, "method %d (%s, %s): %s", m.method, kLayout[layout], kSequence[seq], err);
+    g_collectives += emu::warp->collectives - before;
+    long ids_bad = 0, w_bad = 0;
+    for (size_t i = 0; i < n; ++i) {
+      ids_bad += ids[i] != cpu_ids[i];
+      if (memcmp(&w[i], &cpu_w[i], sizeof(float)) != 0 && ++w_bad <= 3)
+        fprintf(stderr, "method %d (%s, %s) row %zu slot %zu: id %d/%d weight cpu %a emulated %a\n", m.method,
+                kLayout[layout], kSequence[seq], i / static_cast<size_t>(m.K), i % static_cast<size_t>(m.K),
+                cpu_ids[i], ids[i], static_cast<double>(cpu_w[i]), static_cast<double>(w[i]));
+    }
+    printf("method %d E %d K %d groups %d/%d, %s, %s: %ld rows, ids differing %ld, weights differing (bits) %ld\n",
+           m.method, m.E, m.K, m.n_group, m.topk_group, kLayout[layout], kSequence[seq], rows, ids_bad, w_bad);
+    EXPECT(ids_bad == 0 && w_bad == 0, "method %d (%s, %s): %ld ids and %ld weights differ from the CPU backend",
+           m.method, kLayout[layout], kSequence[seq], ids_bad, w_bad);
+  }
+  /* Code warming reads no memory but the arguments and the warp's scratch: with the logits and the bias pointing
+   * nowhere (an unmapped page; the bias stays non-null, so the bias path runs), a read would crash the test. */
+  if (gkey) {
+    fp8moe_routing_args aw = a;
+    aw.v1 = 0; /* the previous sequence has no warming */
+    aw.logits.data = reinterpret_cast<const void*>(static_cast<uintptr_t>(0x10));
+    if (aw.bias.data) aw.bias.data = reinterpret_cast<const void*>(static_cast<uintptr_t>(0x10));
+    for (int filtered = 0; filtered < 2; ++filtered) { /* the filtered selection's phases and the exact path's */
+      aw.filtered = filtered;
+      Run r = {&aw, gkey, ids, w, false, 1};
+      const char* err = emu::run(body, &r);
+      EXPECT(err == nullptr, "method %d (%s), code warming (filtered %d): %s", m.method, kLayout[layout], filtered,
+             err);
+    }
+  }
+  free(ids);
+  free(w);
+  free(gkey);
+  free(ws);
+  free(lg);
+  free(bg);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  const long rows = argc > 1 ? strtol(argv[1], nullptr, 10) : 300;
+  const long rows = argc > 1 ? strtol(argv[1], nullptr, 10) : 100;
   test_plugin tp;
   if (test_plugin_open(nullptr, &tp) != 0) return 1;
   fp8moe_context* cpu = nullptr;
@@ -218,7 +347,6 @@ int main(int argc, char** argv) {
   g_arena_bytes = static_cast<size_t>(64) << 20;
   g_arena = static_cast<unsigned char*>(baseline_alloc256(g_arena_bytes));
   static baseline_problem p;
-  long total_collectives = 0;
   for (const MethodCase& m : cases) {
     g_arena_used = 0;
     baseline_config cfg = baseline_config_default();
@@ -237,86 +365,9 @@ int main(int argc, char** argv) {
     float* logits = static_cast<float*>(p.t[FP8MOE_ARG_ROUTER_LOGITS].t.data);
     const float* bias = m.with_bias ? static_cast<const float*>(p.t[FP8MOE_ARG_ROUTING_BIAS].t.data) : nullptr;
     for (int64_t t = 0; t < rows; ++t) fill_row(logits + t * m.E, m.E, m.K, static_cast<uint32_t>(t % 13), bias);
-    size_t need = 0;
-    CHECK(tp.api->query_workspace(cpu, &p.args, &need) == FP8MOE_STATUS_OK, "query_workspace: %s", p.message);
-    size_t ws_size = 0;
-    void* ws = baseline_workspace(need, &ws_size);
-    p.args.workspace = ws;
-    p.args.workspace_size = ws_size;
-    const int32_t st = tp.api->run(cpu, &p.args);
-    EXPECT(st == FP8MOE_STATUS_OK, "method %d: CPU run %d: %s", m.method, st, p.message);
-    const int32_t* cpu_ids = static_cast<const int32_t*>(p.t[FP8MOE_ARG_ROUTING_IDS_OUT].t.data);
-    const float* cpu_w = static_cast<const float*>(p.t[FP8MOE_ARG_ROUTING_WEIGHTS_OUT].t.data);
-
-    /* The kernel's arguments over the same host rows, as cuda_run.c's routing_args_of fills them. */
-    fp8moe_routing_args a;
-    memset(&a, 0, sizeof a);
-    a.logits.data = logits;
-    a.logits.dt = FP8MOE_DT_F32;
-    a.logits.s[0] = m.E;
-    a.logits.s[1] = 1;
-    if (bias) {
-      a.bias.data = bias;
-      a.bias.dt = FP8MOE_DT_F32;
-      a.bias.s[0] = 1;
-    }
-    a.T = static_cast<int32_t>(rows);
-    a.E = m.E;
-    a.K = m.K;
-    a.method = m.method;
-    a.n_group = m.n_group;
-    a.topk_group = m.topk_group;
-    a.scale = p.args.routed_scaling_factor == 0.0f ? 1.0f : p.args.routed_scaling_factor;
-    const size_t n = static_cast<size_t>(rows * m.K);
-    int32_t* ids = static_cast<int32_t*>(malloc(n * sizeof(int32_t)));
-    float* w = static_cast<float*>(malloc(n * sizeof(float)));
-    float* gkey = static_cast<float*>(malloc(sizeof(float) * static_cast<size_t>(m.E)));
-    static const char* const kSequence[3] = {"default", "f (no filtered selection)", "w (previous sequence)"};
-    for (int seq = 0; seq < 3 && ids && w && gkey; ++seq) {
-      a.v1 = seq == 2;
-      a.filtered = seq == 0;
-      for (size_t i = 0; i < n; ++i) {
-        ids[i] = -7;
-        w[i] = NAN;
-      }
-      Run r = {&a, gkey, ids, w, seq == 2, 0};
-      const long before = emu::warp ? emu::warp->collectives : 0;
-      const char* err = emu::run(body, &r);
-      EXPECT(err == nullptr, "method %d (%s): %s", m.method, kSequence[seq], err);
-      total_collectives += emu::warp->collectives - before;
-      long ids_bad = 0, w_bad = 0;
-      for (size_t i = 0; i < n; ++i) {
-        ids_bad += ids[i] != cpu_ids[i];
-        if (memcmp(&w[i], &cpu_w[i], sizeof(float)) != 0 && ++w_bad <= 3)
-          fprintf(stderr, "method %d (%s) row %zu slot %zu: id %d/%d weight cpu %a emulated %a\n", m.method,
-                  kSequence[seq], i / static_cast<size_t>(m.K), i % static_cast<size_t>(m.K), cpu_ids[i], ids[i],
-                  static_cast<double>(cpu_w[i]), static_cast<double>(w[i]));
-      }
-      printf("method %d E %d K %d groups %d/%d, %s: %ld rows, ids differing %ld, weights differing (bits) %ld\n",
-             m.method, m.E, m.K, m.n_group, m.topk_group, kSequence[seq], rows, ids_bad, w_bad);
-      EXPECT(ids_bad == 0 && w_bad == 0, "method %d (%s): %ld ids and %ld weights differ from the CPU backend",
-             m.method, kSequence[seq], ids_bad, w_bad);
-    }
-    /* Code warming reads no memory but the arguments and the warp's scratch: with the logits and the bias pointing
-     * nowhere (an unmapped page; the bias stays non-null, so the bias path runs), a read would crash the test. */
-    if (gkey) {
-      fp8moe_routing_args aw = a;
-      aw.v1 = 0; /* the previous sequence has no warming */
-      aw.logits.data = reinterpret_cast<const void*>(static_cast<uintptr_t>(0x10));
-      if (aw.bias.data) aw.bias.data = reinterpret_cast<const void*>(static_cast<uintptr_t>(0x10));
-      for (int filtered = 0; filtered < 2; ++filtered) { /* the filtered selection's phases and the exact path's */
-        aw.filtered = filtered;
-        Run r = {&aw, gkey, ids, w, false, 1};
-        const char* err = emu::run(body, &r);
-        EXPECT(err == nullptr, "method %d, code warming (filtered %d): %s", m.method, filtered, err);
-      }
-    }
-    free(ids);
-    free(w);
-    free(gkey);
-    free(ws);
+    for (int layout = 0; layout < 3; ++layout) check_layout(tp, cpu, p, m, rows, layout, logits, bias);
   }
-  printf("%ld warp collectives emulated\n", total_collectives);
+  printf("%ld warp collectives emulated\n", g_collectives);
   tp.api->context_destroy(cpu);
   free(g_arena);
   test_plugin_close(&tp);
