@@ -457,9 +457,13 @@ __device__ __forceinline__ int route_filtered(const fp8moe_routing_args& a, int6
     }
     int32_t* list = reinterpret_cast<int32_t*>(gkey);
     const uint32_t below = (1u << lane) - 1u; /* the lanes before this one */
+    /* Groups of 32 experts with 32·PL = E (DeepSeek-V3): register j is group j, so an unpicked group's register is
+     * skipped whole (uniform), without its group test per lane. */
+    const bool group_is_register = magic != 0u && E == 32 * PL && G == PL;
     int32_t n = 0;
 #pragma unroll
     for (int j = 0; j < PL; ++j) {
+      if (group_is_register && !((picked >> j) & 1u)) continue;
       const uint32_t e = static_cast<uint32_t>(lane + 32 * j);
       /* e < E first: past E the group index may pass 31. Bitwise: no branches. */
       const bool in = e < static_cast<uint32_t>(E);
