@@ -340,6 +340,13 @@ __device__ __forceinline__ float sigmoid_approx(float x) {
   return (x < 0.0f ? e : 1.0f) * rcp_approx(1.0f + e);
 }
 
+/* order_word for keys that are not NaN, in two instructions: −0 orders below +0 here (equal as floats, so only
+ * where that cannot matter: the approximate keys' group top-2). order_float inverts it too. */
+__device__ __forceinline__ uint32_t order_word_finite(float key) {
+  const uint32_t b = __float_as_uint(key);
+  return b ^ (static_cast<uint32_t>(static_cast<int32_t>(b) >> 31) | 0x80000000u);
+}
+
 /* order_word's inverse on the words of non-NaN keys (> 0). */
 __device__ __forceinline__ float order_float(uint32_t w) {
   return __uint_as_float((w & 0x80000000u) ? (w & 0x7FFFFFFFu) : ~w);
@@ -426,11 +433,30 @@ __device__ __forceinline__ int route_filtered(const fp8moe_routing_args& a, int6
     uint32_t magic = 0u;           /* e / gs by a multiply-high (limit_groups), where groups are limited */
     float floor;
     if (limits_groups(a)) {
-      float b1, b2;
-      const int sub = group_top2<PL, false>(a, lane, ak, gkey, b1, b2);
-      const int src = (lane < G ? lane : 0) * sub;
-      const float score = __shfl_sync(0xffffffffu, b1 + b2, src); /* group `lane`'s approximate score (lane < G) */
-      const float second = __shfl_sync(0xffffffffu, b2, src);
+      float score, second; /* group `lane`'s approximate score and second largest key (lane < G) */
+      if (E == 32 * PL && G == PL) {
+        /* Register g is group g (DeepSeek-V3's 8 groups of 32): its two largest keys by two warp maxima — the second
+         * with the lowest lane holding the first left out, so a tie gives both — without shared memory. */
+        score = 0.0f;
+        second = 0.0f;
+#pragma unroll
+        for (int g = 0; g < PL; ++g) {
+          const uint32_t w = order_word_finite(ak[g]);
+          const uint32_t m1 = lanes_max(w);
+          const bool first_holder = lane == __ffs(__ballot_sync(0xffffffffu, w == m1)) - 1;
+          const float b2 = order_float(lanes_max(first_holder ? 0u : w));
+          if (lane == g) {
+            score = order_float(m1) + b2;
+            second = b2;
+          }
+        }
+      } else {
+        float b1, b2;
+        const int sub = group_top2<PL, false>(a, lane, ak, gkey, b1, b2);
+        const int src = (lane < G ? lane : 0) * sub;
+        score = __shfl_sync(0xffffffffu, b1 + b2, src);
+        second = __shfl_sync(0xffffffffu, b2, src);
+      }
       const uint32_t all_groups = G >= 32 ? 0xffffffffu : ((1u << G) - 1u);
       picked = all_groups & ~pick_groups<true>(score, G, a.topk_group, lane); /* scores are finite */
       const bool mine = (picked >> lane) & 1u, other = lane < G && !mine;
