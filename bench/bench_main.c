@@ -206,7 +206,8 @@ static int route_pairs(bench* b, cudaGraph_t ga, const bench_chain* ca, int keep
   if (bench_chain_of(gb, &cb) == 0) {
     const int last_b = route_prefix(&cb);
     const int n = b->args.replays;
-    if (last_b >= 0 && bench_prefix_exec(ga, ca, keep_a, &ea) == 0 && bench_prefix_exec(gb, &cb, last_b + 1, &eb) == 0 &&
+    if (last_b >= 0 && bench_prefix_exec(ga, ca, keep_a, &ea) == 0 &&
+        bench_prefix_exec(gb, &cb, last_b + 1, &eb) == 0 &&
         bench_time_pairs(&b->timer, ea, eb, b->args.warmup, b->args.warmup_ms, n, us_a, us_b) == 0) {
       double p90;
       bench_stats(us_a, n, &p->route_us, &p90);
