@@ -117,22 +117,26 @@ if(FP8MOE_WITH_CUDA)
   target_include_directories(test_routing_filter PRIVATE ${PROJECT_SOURCE_DIR}/kernels ${PROJECT_SOURCE_DIR}/src)
   target_compile_options(test_routing_filter PRIVATE -ffp-contract=off)
   target_link_libraries(test_routing_filter PRIVATE m)
-  # The routing kernel's own code (kernels/routing_token.cuh) compiled for the host and run on an emulated warp
-  # (tests/routing_emu), against the CPU backend bit for bit: its logic in every build, no GPU. C++ for the header.
-  if(TARGET fp8moe_test_baseline)
-    enable_language(CXX)
-    add_executable(test_routing_emu ${CMAKE_CURRENT_LIST_DIR}/test_routing_emu.cpp)
-    target_include_directories(test_routing_emu PRIVATE ${CMAKE_CURRENT_LIST_DIR}/routing_emu
+  # Device code compiled for the host and run on an emulated warp (tests/routing_emu; C++ for the kernel headers): the
+  # routing kernel's own code (kernels/routing_token.cuh) against the CPU backend bit for bit, and the permutation's
+  # per-warp passes (kernels/permute_segment.cuh) against a CPU stable counting sort. Their logic in every build.
+  enable_language(CXX)
+  # the headers' #pragma unroll is for nvcc; GCC cannot see that route_token reads the bias only where it loaded it
+  set(_fp8moe_emu_options -Wall -Wextra -Werror -Wno-unknown-pragmas -Wno-maybe-uninitialized -ffp-contract=off)
+  foreach(_emu routing permute)
+    add_executable(test_${_emu}_emu ${CMAKE_CURRENT_LIST_DIR}/test_${_emu}_emu.cpp
+                   ${CMAKE_CURRENT_LIST_DIR}/routing_emu/warp_emu.cpp)
+    target_include_directories(test_${_emu}_emu PRIVATE ${CMAKE_CURRENT_LIST_DIR}/routing_emu
                                ${PROJECT_SOURCE_DIR}/kernels ${PROJECT_SOURCE_DIR}/src ${CUDAToolkit_INCLUDE_DIRS})
-    set_target_properties(test_routing_emu PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON CXX_EXTENSIONS OFF)
-    # the header's #pragma unroll is for nvcc; GCC cannot see that route_token reads the bias only where it loaded it
-    target_compile_options(test_routing_emu PRIVATE -Wall -Wextra -Werror -Wno-unknown-pragmas
-                           -Wno-maybe-uninitialized -ffp-contract=off)
-    target_link_libraries(test_routing_emu PRIVATE fp8moe_test_baseline m)
-    add_dependencies(test_routing_emu fp8moe)
-    add_test(NAME test_routing_emu COMMAND test_routing_emu)
-    set_tests_properties(test_routing_emu PROPERTIES TIMEOUT 300 ENVIRONMENT "FP8MOE_LIBRARY=$<TARGET_FILE:fp8moe>")
-  endif()
+    set_target_properties(test_${_emu}_emu PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON CXX_EXTENSIONS OFF)
+    target_compile_options(test_${_emu}_emu PRIVATE ${_fp8moe_emu_options})
+    add_test(NAME test_${_emu}_emu COMMAND test_${_emu}_emu)
+    set_tests_properties(test_${_emu}_emu PROPERTIES TIMEOUT 300)
+  endforeach()
+  target_link_libraries(test_permute_emu PRIVATE fp8moe_test_host)
+  target_link_libraries(test_routing_emu PRIVATE fp8moe_test_baseline m) # the CPU backend through the API
+  add_dependencies(test_routing_emu fp8moe)
+  set_tests_properties(test_routing_emu PROPERTIES ENVIRONMENT "FP8MOE_LIBRARY=$<TARGET_FILE:fp8moe>")
 endif()
 
 # Both permutation paths against a CPU stable counting sort, bit for bit (kernel-level: links the kernel

@@ -1,10 +1,11 @@
-/* warp_emu.h — one warp of 32 lanes on the host, for running kernels/routing_token.cuh's device code without a GPU
- * (tests/test_routing_emu.cpp). Each lane is a coroutine (ucontext) with its own stack, all on one host thread: a
- * lane runs until it reaches a warp-collective intrinsic (__shfl_sync, __shfl_xor_sync, __ballot_sync, __any_sync,
- * __reduce_max_sync, __reduce_min_sync, __syncwarp), leaves its operand there and yields; when all 32 lanes wait at
- * a collective, the scheduler checks that it is the same one (a divergent warp is reported, not emulated), computes
- * every lane's result and resumes them in lane order. So the lanes run in lockstep at every collective, as the
- * converged warp the routing code assumes; shared memory is ordinary memory, ordered by the single host thread. */
+/* warp_emu.h — one warp of 32 lanes on the host, for running device code from kernels/ without a GPU
+ * (tests/test_routing_emu.cpp, tests/test_permute_emu.cpp; the scheduler is warp_emu.cpp). Each lane is a coroutine
+ * (ucontext) with its own stack, all on one host thread: a lane runs until it reaches a warp-collective intrinsic
+ * (__shfl_sync, __shfl_xor_sync, __ballot_sync, __any_sync, __reduce_max_sync, __reduce_min_sync,
+ * __match_any_sync, __syncwarp), leaves its operand there and yields; when all 32 lanes wait at a collective, the
+ * scheduler checks that it is the same one (a divergent warp is reported, not emulated), computes every lane's result
+ * and resumes them in lane order. So the lanes run in lockstep at every collective, as the converged warp the code
+ * assumes; shared memory is ordinary memory, ordered by the single host thread. */
 #ifndef FP8MOE_TESTS_WARP_EMU_H
 #define FP8MOE_TESTS_WARP_EMU_H
 
@@ -19,7 +20,7 @@ extern emu_dim3 threadIdx; /* x: the running lane (the scheduler sets it before 
 
 namespace emu {
 
-enum Op { kNone, kShfl, kShflXor, kBallot, kMax, kMin, kSync };
+enum Op { kNone, kShfl, kShflXor, kBallot, kMax, kMin, kSync, kMatch };
 
 struct Lane {
   ucontext_t ctx;
@@ -86,6 +87,20 @@ inline unsigned __reduce_min_sync(unsigned, unsigned v) {
   return static_cast<unsigned>(emu::collective(emu::kMin, v, 0));
 }
 inline void __syncwarp(unsigned = 0xFFFFFFFFu) { emu::collective(emu::kSync, 0, 0); }
+inline unsigned __match_any_sync(unsigned, int v) {
+  return static_cast<unsigned>(emu::collective(emu::kMatch, static_cast<uint32_t>(v), 0));
+}
+/* Memory: one host thread runs the lanes one after another between collectives, so loads are loads and atomics plain
+ * read-modify-writes. */
+template <class T>
+inline T __ldcg(const T* p) {
+  return *p;
+}
+inline int atomicAdd(int* p, int v) {
+  const int old = *p;
+  *p = old + v;
+  return old;
+}
 
 inline int __ffs(int x) { return __builtin_ffs(x); }
 inline int __popc(unsigned x) { return __builtin_popcount(x); }
