@@ -1,8 +1,8 @@
 /* test_gpu_routing_bits.c — the CPU and CUDA backends give bit-identical routing weights and ids (issue 11;
  * src/routing_math.h is their one formulation). For every logit-reading routing method, at least 10^5 logit
  * rows — random at several scales and adversarial (ties, ±Inf, NaN, huge and tiny magnitudes, values at exp's
- * overflow and underflow thresholds, fewer selectable experts than K, sigmoid keys a few times the filtered
- * selection's error bound apart) — go through both backends, and
+ * overflow and underflow thresholds, fewer selectable experts than K, sigmoid keys on a fine grid; routing_rows.h) —
+ * go through both backends, and
  * routing_ids_out and routing_weights_out are compared bit for bit; the first 1,200 rows of each method also one
  * token per run (T = 1: the prologue), as configured and with FALLBACK=a (a team of warps routes every E ≥ 33:
  * kernels/routing_team.cuh). Skipped (77) without a usable CUDA device.
@@ -15,20 +15,14 @@
 
 #include "baseline_problem.h"
 #include "gpu_util.h"
+#include "routing_rows.h"
 
 #define CHUNK 20000
 
 static unsigned char* arena;
 static size_t arena_used, arena_bytes;
-static uint64_t rng = 0x1234567887654321ull;
-
-static uint32_t next_u32(void) {
-  rng ^= rng << 13;
-  rng ^= rng >> 7;
-  rng ^= rng << 17;
-  return (uint32_t)(rng >> 16);
-}
-static float uniform(void) { return (float)(next_u32() >> 8) / 16777216.0f; }
+static uint32_t next_u32(void) { return routing_rows_u32(); }
+static float uniform(void) { return routing_rows_uniform(); }
 
 static void* data_fn(const baseline_problem* p, int32_t arg, fp8moe_dtype dt, int64_t n) {
   (void)p;
@@ -48,49 +42,6 @@ static void* data_fn(const baseline_problem* p, int32_t arg, fp8moe_dtype dt, in
   }
   (void)arg;
   return d;
-}
-
-/* One logit row: kind 0..5 random at scales 1, 4, 30; 6.. adversarial patterns. bias: the row's bias (fp32, E), or
- * NULL. */
-static void fill_row(float* row, int32_t E, int32_t K, uint32_t kind, const float* bias) {
-  static const float scales[] = {1.0f, 4.0f, 30.0f};
-  static const float edges[] = {88.0f, 88.7228f, 89.0f, -87.3f, -103.9f, -104.5f, 1e-30f, -1e-30f, 0.0f, -0.0f};
-  for (int32_t e = 0; e < E; ++e) row[e] = (uniform() - 0.5f) * 2.0f * scales[kind % 3];
-  switch (kind) {
-    case 6: /* ties everywhere */
-      for (int32_t e = 0; e < E; ++e) row[e] = (float)(next_u32() % 3);
-      break;
-    case 7: /* non-finite sprinkled in */
-      for (int32_t e = 0; e < E; ++e) {
-        uint32_t r = next_u32() % 16;
-        if (r == 0) row[e] = NAN;
-        else if (r == 1) row[e] = INFINITY;
-        else if (r == 2) row[e] = -INFINITY;
-      }
-      break;
-    case 8: /* fewer selectable experts than K */
-      for (int32_t e = 0; e < E; ++e) row[e] = (int32_t)(next_u32() % (uint32_t)E) < K - 1 ? row[e] : -INFINITY;
-      break;
-    case 9: /* huge magnitudes */
-      for (int32_t e = 0; e < E; ++e) row[e] = (uniform() - 0.5f) * 2e30f;
-      break;
-    case 10: /* exp's thresholds and signed zeros */
-      for (int32_t e = 0; e < E; ++e) row[e] = edges[next_u32() % 10] + (uniform() - 0.5f) * 1e-3f * (float)(next_u32() % 2);
-      break;
-    case 11: /* nearly equal: differences of a few ulp */
-      for (int32_t e = 0; e < E; ++e) row[e] = 1.0f + (float)(next_u32() % 8) * 1.1920929e-7f;
-      break;
-    case 12: /* sigmoid keys (σ(x) + bias) on a grid of 3e-5, about 3× the error bound of the filtered selection
-              * (kernels/routing_filter.h): group scores and the K-th key decided by margins near that bound, where
-              * the SFU's approximate keys must still leave the exact selection's choice */
-      for (int32_t e = 0; e < E; ++e) {
-        const double s = 0.25 + 3e-5 * (double)(next_u32() % 256) - (bias ? (double)bias[e] : 0.0);
-        row[e] = (float)log(s / (1.0 - s));
-      }
-      break;
-    default:
-      break;
-  }
 }
 
 /* The first rows of a chunk also go through the GPU one token per run: at T = 1 the one-block prologue routes
@@ -197,7 +148,7 @@ int main(int argc, char** argv) {
       float* logits = (float*)p.t[FP8MOE_ARG_ROUTER_LOGITS].t.data;
       const float* bias = cfg.with_bias ? (const float*)p.t[FP8MOE_ARG_ROUTING_BIAS].t.data : NULL;
       for (int64_t t = 0; t < cfg.T; ++t)
-        fill_row(logits + t * cfg.E, cfg.E, cfg.K, (uint32_t)((done + t) % 13), bias);
+        routing_rows_fill(logits + t * cfg.E, cfg.E, cfg.K, (uint32_t)((done + t) % ROUTING_ROW_KINDS), bias);
       size_t need = 0;
       CHECK(tp.api->query_workspace(cpu, &p.args, &need) == FP8MOE_STATUS_OK, "query_workspace: %s", p.message);
       size_t ws_size = 0;

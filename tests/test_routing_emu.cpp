@@ -19,6 +19,7 @@ extern "C" {
 #include "baseline_problem.h"
 }
 #include "common_host.h" /* before routing_token.cuh: takes the place of kernels/common.cuh */
+#include "routing_rows.h"
 #include "routing_token.cuh"
 
 int fp8moe::sfu_error_ulps = 1;
@@ -26,14 +27,8 @@ int fp8moe::sfu_error_ulps = 1;
 
 namespace {
 
-uint64_t g_rng = 0x9E3779B97F4A7C15ull;
-uint32_t next_u32() {
-  g_rng ^= g_rng << 13;
-  g_rng ^= g_rng >> 7;
-  g_rng ^= g_rng << 17;
-  return static_cast<uint32_t>(g_rng >> 16);
-}
-float uniform() { return static_cast<float>(next_u32() >> 8) / 16777216.0f; }
+uint32_t next_u32() { return routing_rows_u32(); }
+float uniform() { return routing_rows_uniform(); }
 
 unsigned char* g_arena;
 size_t g_arena_used, g_arena_bytes;
@@ -49,44 +44,6 @@ void* data_fn(const baseline_problem*, int32_t, fp8moe_dtype dt, int64_t n) {
     else memset(static_cast<char*>(d) + i * (dt.bits / 8), 0, dt.bits / 8);
   }
   return d;
-}
-
-/* One logit row of kind 0 … 12, as test_gpu_routing_bits fills them. */
-void fill_row(float* row, int32_t E, int32_t K, uint32_t kind, const float* bias) {
-  static const float scales[] = {1.0f, 4.0f, 30.0f};
-  static const float edges[] = {88.0f, 88.7228f, 89.0f, -87.3f, -103.9f, -104.5f, 1e-30f, -1e-30f, 0.0f, -0.0f};
-  for (int32_t e = 0; e < E; ++e) row[e] = (uniform() - 0.5f) * 2.0f * scales[kind % 3];
-  switch (kind) {
-    case 6:
-      for (int32_t e = 0; e < E; ++e) row[e] = static_cast<float>(next_u32() % 3);
-      break;
-    case 7:
-      for (int32_t e = 0; e < E; ++e) {
-        const uint32_t r = next_u32() % 16;
-        row[e] = r == 0 ? NAN : r == 1 ? INFINITY : r == 2 ? -INFINITY : row[e];
-      }
-      break;
-    case 8:
-      for (int32_t e = 0; e < E; ++e) row[e] = static_cast<int32_t>(next_u32() % static_cast<uint32_t>(E)) < K - 1 ? row[e] : -INFINITY;
-      break;
-    case 9:
-      for (int32_t e = 0; e < E; ++e) row[e] = (uniform() - 0.5f) * 2e30f;
-      break;
-    case 10:
-      for (int32_t e = 0; e < E; ++e) row[e] = edges[next_u32() % 10] + (uniform() - 0.5f) * 1e-3f * static_cast<float>(next_u32() % 2);
-      break;
-    case 11:
-      for (int32_t e = 0; e < E; ++e) row[e] = 1.0f + static_cast<float>(next_u32() % 8) * 1.1920929e-7f;
-      break;
-    case 12:
-      for (int32_t e = 0; e < E; ++e) {
-        const double s = 0.25 + 3e-5 * static_cast<double>(next_u32() % 256) - (bias ? static_cast<double>(bias[e]) : 0.0);
-        row[e] = static_cast<float>(log(s / (1.0 - s)));
-      }
-      break;
-    default:
-      break;
-  }
 }
 
 struct Run {
@@ -304,7 +261,8 @@ int main(int argc, char** argv) {
     baseline_build(&p, &cfg, data_fn);
     float* logits = static_cast<float*>(p.t[FP8MOE_ARG_ROUTER_LOGITS].t.data);
     const float* bias = m.with_bias ? static_cast<const float*>(p.t[FP8MOE_ARG_ROUTING_BIAS].t.data) : nullptr;
-    for (int64_t t = 0; t < rows; ++t) fill_row(logits + t * m.E, m.E, m.K, static_cast<uint32_t>(t % 13), bias);
+    for (int64_t t = 0; t < rows; ++t)
+      routing_rows_fill(logits + t * m.E, m.E, m.K, static_cast<uint32_t>(t % ROUTING_ROW_KINDS), bias);
     for (int layout = 0; layout < 3; ++layout) check_layout(tp, cpu, p, m, rows, layout, logits, bias);
   }
   printf("%ld warp collectives emulated\n", g_collectives);
