@@ -9,6 +9,7 @@
 #include <cuda_fp8.h>
 #include <stdint.h>
 
+#include "common_portable.cuh" /* load_f32, kref_at, warp_max, warp_sum */
 #include "kernels_internal.h"
 #include "scale_div.h"
 #include "tensor_internal.h"
@@ -16,22 +17,6 @@
 namespace fp8moe {
 
 constexpr float kE4m3Max = 448.0f;
-
-/* Element off (in elements) of a fp32/bf16/fp16/int32/int64 tensor, as fp32. */
-__device__ __forceinline__ float load_f32(const void* p, int32_t dt, int64_t off) {
-  switch (dt) {
-    case FP8MOE_DT_F32: return static_cast<const float*>(p)[off];
-    case FP8MOE_DT_BF16: return __bfloat162float(static_cast<const __nv_bfloat16*>(p)[off]);
-    case FP8MOE_DT_F16: return __half2float(static_cast<const __half*>(p)[off]);
-    case FP8MOE_DT_I32: return static_cast<float>(static_cast<const int32_t*>(p)[off]);
-    case FP8MOE_DT_I64: return static_cast<float>(static_cast<const int64_t*>(p)[off]);
-    default: return 0.0f;
-  }
-}
-
-__device__ __forceinline__ float kref_at(const fp8moe_kref& r, int64_t i0, int64_t i1 = 0, int64_t i2 = 0) {
-  return load_f32(r.data, r.dt, i0 * r.s[0] + i1 * r.s[1] + i2 * r.s[2]);
-}
 
 /* Round-to-nearest-even store of an fp32 value into an fp32/bf16/fp16 element. */
 __device__ __forceinline__ void store_out(void* p, int32_t dt, int64_t off, float v) {
@@ -72,12 +57,12 @@ __device__ __forceinline__ uint32_t e4m3x4(float a, float b, float c, float d) {
   return static_cast<uint32_t>(e4m3x2(a, b)) | (static_cast<uint32_t>(e4m3x2(c, d)) << 16);
 }
 
-/* 2^x and 1/x by the SFU alone (ex2.approx.ftz, rcp.approx.ftz: ≤ 2 ulp and 1 ulp; the flush to zero touches only
- * inputs and results below 2^-126, where the activation below adds 1 to e or multiplies by ~0 either way). */
 /* An empty asm that holds two fp32 values in registers at this point (an ordering fence for ptxas: routing_token.cuh
  * pins its exps before its divisions). */
 __device__ __forceinline__ void pin_f32x2(float& a, float& b) { asm volatile("" : "+f"(a), "+f"(b)); }
 
+/* 2^x and 1/x by the SFU alone (ex2.approx.ftz, rcp.approx.ftz: ≤ 2 ulp and 1 ulp; the flush to zero touches only
+ * inputs and results below 2^-126, where the activation below adds 1 to e or multiplies by ~0 either way). */
 __device__ __forceinline__ float ex2_approx(float x) {
   float y;
   asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
@@ -129,11 +114,6 @@ __device__ __forceinline__ uint32_t quant4(float4 v, const EncodeScale& q) {
   return e4m3x4(v.x / q.s, v.y / q.s, v.z / q.s, v.w / q.s);
 }
 
-__device__ __forceinline__ float warp_max(float v) {
-  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-  return v;
-}
-
 /* Inclusive prefix sum of v over lanes 0..lane of a full warp. */
 __device__ __forceinline__ int32_t warp_inclusive_sum(int32_t v, int lane) {
 #pragma unroll
@@ -161,11 +141,6 @@ __device__ __forceinline__ int32_t scan_tile_starts(const int32_t* count, int32_
     tile += (count[e] + tile_m - 1) / tile_m;
   }
   return incl;
-}
-
-__device__ __forceinline__ float warp_sum(float v) {
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
 }
 
 /* amax ≥ 0, so its bit pattern orders like an unsigned integer: atomicMax on the bits is a float max. */

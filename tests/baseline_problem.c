@@ -120,3 +120,14 @@ void* baseline_workspace(size_t need, size_t* size) {
   if (size) *size = bytes;
   return aligned_alloc(256, bytes);
 }
+
+int32_t baseline_run_with_workspace(const fp8moe_api* api, fp8moe_context* ctx, baseline_problem* p, void** ws) {
+  size_t need = 0, size = 0;
+  *ws = NULL;
+  const int32_t st = api->query_workspace(ctx, &p->args, &need);
+  if (st != FP8MOE_STATUS_OK) return st;
+  *ws = baseline_workspace(need, &size);
+  p->args.workspace = *ws;
+  p->args.workspace_size = size;
+  return api->run(ctx, &p->args);
+}

@@ -53,4 +53,8 @@ void* baseline_alloc256(size_t bytes);
  * slack. *size (when not NULL) gets the allocated size. NULL when out of memory. */
 void* baseline_workspace(size_t need, size_t* size);
 
+/* The call p describes, run on ctx with a workspace of query_workspace's size attached to p->args (*ws gets it; the
+ * caller frees it, also where a call fails). Returns query_workspace's status where that fails, else run's. */
+int32_t baseline_run_with_workspace(const fp8moe_api* api, fp8moe_context* ctx, baseline_problem* p, void** ws);
+
 #endif /* FP8MOE_TEST_BASELINE_PROBLEM_H */

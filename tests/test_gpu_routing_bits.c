@@ -149,14 +149,9 @@ int main(int argc, char** argv) {
       const float* bias = cfg.with_bias ? (const float*)p.t[FP8MOE_ARG_ROUTING_BIAS].t.data : NULL;
       for (int64_t t = 0; t < cfg.T; ++t)
         routing_rows_fill(logits + t * cfg.E, cfg.E, cfg.K, (uint32_t)((done + t) % ROUTING_ROW_KINDS), bias);
-      size_t need = 0;
-      CHECK(tp.api->query_workspace(cpu, &p.args, &need) == FP8MOE_STATUS_OK, "query_workspace: %s", p.message);
-      size_t ws_size = 0;
-      void* ws = baseline_workspace(need, &ws_size);
-      p.args.workspace = ws;
-      p.args.workspace_size = ws_size;
-      int32_t st = tp.api->run(cpu, &p.args);
-      EXPECT(st == FP8MOE_STATUS_OK, "method %d: CPU run %d: %s", m->method, st, p.message);
+      void* ws = NULL;
+      int32_t st = baseline_run_with_workspace(tp.api, cpu, &p, &ws);
+      EXPECT(st == FP8MOE_STATUS_OK, "method %d: CPU query_workspace/run %d: %s", m->method, st, p.message);
       const size_t n = (size_t)(cfg.T * cfg.K);
       int32_t* cpu_ids = malloc(n * sizeof(int32_t));
       float* cpu_w = malloc(n * sizeof(float));

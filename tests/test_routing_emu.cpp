@@ -140,14 +140,10 @@ void check_layout(const test_plugin& tp, fp8moe_context* cpu, baseline_problem& 
     p.args.router_logits = test_tensor_init(&p.t[FP8MOE_ARG_ROUTER_LOGITS], lg, dt, 2, lshape, lstride);
     if (bias32) p.args.routing_bias = test_tensor_init(&p.t[FP8MOE_ARG_ROUTING_BIAS], bg, dt, 1, bshape, bstride);
   }
-  size_t need = 0;
-  CHECK(tp.api->query_workspace(cpu, &p.args, &need) == FP8MOE_STATUS_OK, "query_workspace: %s", p.message);
-  size_t ws_size = 0;
-  void* ws = baseline_workspace(need, &ws_size);
-  p.args.workspace = ws;
-  p.args.workspace_size = ws_size;
-  const int32_t st = tp.api->run(cpu, &p.args);
-  EXPECT(st == FP8MOE_STATUS_OK, "method %d (%s): CPU run %d: %s", m.method, kLayout[layout], st, p.message);
+  void* ws = nullptr;
+  const int32_t st = baseline_run_with_workspace(tp.api, cpu, &p, &ws);
+  EXPECT(st == FP8MOE_STATUS_OK, "method %d (%s): CPU query_workspace/run %d: %s", m.method, kLayout[layout], st,
+         p.message);
   const int32_t* cpu_ids = static_cast<const int32_t*>(p.t[FP8MOE_ARG_ROUTING_IDS_OUT].t.data);
   const float* cpu_w = static_cast<const float*>(p.t[FP8MOE_ARG_ROUTING_WEIGHTS_OUT].t.data);
 
