@@ -9,7 +9,7 @@
 #include <cuda_fp8.h>
 #include <stdint.h>
 
-#include "common_portable.cuh" /* load_f32, kref_at, warp_max, warp_sum */
+#include "common_portable.cuh" /* load_f32, kref_at, warp_max, warp_sum, warp_inclusive_sum, scan_tile_starts */
 #include "kernels_internal.h"
 #include "scale_div.h"
 #include "tensor_internal.h"
@@ -88,6 +88,17 @@ __device__ __forceinline__ float gated_activation(int32_t act, float g, float u)
   return g * rcp_approx(1.0f + ex2_approx(g * -1.44269504088896341f)) * u;
 }
 
+/* Named barrier kId over `threads` threads of the block (a multiple of 32): wait for all of them, or only count this
+ * warp in. tests/routing_emu/common_host.h has their host stand-ins. */
+template <int kId>
+__device__ __forceinline__ void named_sync(int threads) {
+  asm volatile("bar.sync %0, %1;\n" ::"n"(kId), "r"(threads) : "memory");
+}
+template <int kId>
+__device__ __forceinline__ void named_arrive(int threads) {
+  asm volatile("bar.arrive %0, %1;\n" ::"n"(kId), "r"(threads) : "memory");
+}
+
 /* |x| when finite, else 0: dynamic scales ignore NaN and ±Inf (docs/DESIGN.md). */
 __device__ __forceinline__ float finite_abs(float x) { return isfinite(x) ? fabsf(x) : 0.0f; }
 
@@ -112,35 +123,6 @@ __device__ __forceinline__ uint32_t quant4(float4 v, const EncodeScale& q) {
     return e4m3x4(fp8moe_scale_div(v.x, q.s, q.r), fp8moe_scale_div(v.y, q.s, q.r), fp8moe_scale_div(v.z, q.s, q.r),
                   fp8moe_scale_div(v.w, q.s, q.r));
   return e4m3x4(v.x / q.s, v.y / q.s, v.z / q.s, v.w / q.s);
-}
-
-/* Inclusive prefix sum of v over lanes 0..lane of a full warp. */
-__device__ __forceinline__ int32_t warp_inclusive_sum(int32_t v, int lane) {
-#pragma unroll
-  for (int o = 1; o < 32; o <<= 1) {
-    const int32_t up = __shfl_up_sync(0xffffffffu, v, o);
-    if (lane >= o) v += up;
-  }
-  return v;
-}
-
-/* Warp 0 of a block (lane = tid < 32): exclusive scan of the experts' padded tile counts, each lane a
- * contiguous run of experts: start[e] = first row of expert e's tiles. Returns the inclusive total of lanes
- * 0..lane (lane 31: the tile count). Shared by the one-block permutation and the prologue's slot list
- * (FALLBACK "w"). */
-__device__ __forceinline__ int32_t scan_tile_starts(const int32_t* count, int32_t* start, int n, int32_t tile_m,
-                                                    int lane) {
-  const int per = (n + 31) / 32;
-  const int lo = min(lane * per, n), hi = min(lo + per, n);
-  int32_t run = 0;
-  for (int e = lo; e < hi; ++e) run += (count[e] + tile_m - 1) / tile_m;
-  const int32_t incl = warp_inclusive_sum(run, lane);
-  int32_t tile = incl - run;
-  for (int e = lo; e < hi; ++e) {
-    start[e] = tile * tile_m;
-    tile += (count[e] + tile_m - 1) / tile_m;
-  }
-  return incl;
 }
 
 /* amax ≥ 0, so its bit pattern orders like an unsigned integer: atomicMax on the bits is a float max. */

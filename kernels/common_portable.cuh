@@ -1,7 +1,7 @@
 /* common_portable.cuh — the part of common.cuh that also compiles for the host: strided reads of fp32/bf16/fp16/
- * int32/int64 tensors as fp32, and warp reductions through the warp intrinsics. common.cuh includes it for the
- * kernels; tests/routing_emu/common_host.h includes it for the emulated warp (whose intrinsics warp_emu.h defines), so
- * the host runs these very functions, not copies. */
+ * int32/int64 tensors as fp32, and warp reductions and scans through the warp intrinsics. common.cuh includes it for
+ * the kernels; tests/routing_emu/common_host.h includes it for the emulated warp (whose intrinsics warp_emu.h
+ * defines), so the host runs these very functions, not copies. */
 #ifndef FP8MOE_KERNELS_COMMON_PORTABLE_CUH
 #define FP8MOE_KERNELS_COMMON_PORTABLE_CUH
 
@@ -39,6 +39,35 @@ __device__ __forceinline__ float warp_max(float v) {
 __device__ __forceinline__ float warp_sum(float v) {
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
   return v;
+}
+
+/* Inclusive prefix sum of v over lanes 0..lane of a full warp. */
+__device__ __forceinline__ int32_t warp_inclusive_sum(int32_t v, int lane) {
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const int32_t up = __shfl_up_sync(0xffffffffu, v, o);
+    if (lane >= o) v += up;
+  }
+  return v;
+}
+
+/* Warp 0 of a block (lane = tid < 32): exclusive scan of the experts' padded tile counts, each lane a
+ * contiguous run of experts: start[e] = first row of expert e's tiles. Returns the inclusive total of lanes
+ * 0..lane (lane 31: the tile count). Shared by the one-block permutation and the prologue's slot list
+ * (FALLBACK "w"). */
+__device__ __forceinline__ int32_t scan_tile_starts(const int32_t* count, int32_t* start, int n, int32_t tile_m,
+                                                    int lane) {
+  const int per = (n + 31) / 32;
+  const int lo = min(lane * per, n), hi = min(lo + per, n);
+  int32_t run = 0;
+  for (int e = lo; e < hi; ++e) run += (count[e] + tile_m - 1) / tile_m;
+  const int32_t incl = warp_inclusive_sum(run, lane);
+  int32_t tile = incl - run;
+  for (int e = lo; e < hi; ++e) {
+    start[e] = tile * tile_m;
+    tile += (count[e] + tile_m - 1) / tile_m;
+  }
+  return incl;
 }
 
 }  // namespace fp8moe

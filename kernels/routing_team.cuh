@@ -49,12 +49,9 @@ __device__ __forceinline__ unsigned long long candidate_word(uint32_t ord, int32
 
 __device__ __forceinline__ int team_warps(int32_t E) { return (E + 31) / 32; }
 
-__device__ __forceinline__ void team_sync(int threads) {
-  asm volatile("bar.sync 1, %0;\n" ::"r"(threads) : "memory");
-}
-__device__ __forceinline__ void team_arrive(int threads) {
-  asm volatile("bar.arrive 1, %0;\n" ::"r"(threads) : "memory");
-}
+/* The team's barrier (named barrier 1; common.cuh) */
+__device__ __forceinline__ void team_sync(int threads) { named_sync<1>(threads); }
+__device__ __forceinline__ void team_arrive(int threads) { named_arrive<1>(threads); }
 
 /* Routes token t with warps 0..team_warps(E)−1 of the block (each converged; the host's rule,
  * fp8moe_cuda_plan_prologue_team, holds: E ≤ 512, K ≤ 32, limited groups of 32 experts). Warp 0's

@@ -137,6 +137,6 @@ int main() {
             EXPECT(bad == 0, "TK %d E %d offset %d tile_m %d S %d folded %d: %ld mismatches", TK, E, offset, tile_m,
                    S, folded, bad);
           }
-  printf("%ld cases, %ld with mismatches; %ld warp collectives emulated\n", cases, bad_cases, emu::warp->collectives);
+  printf("%ld cases, %ld with mismatches; %ld warp collectives emulated\n", cases, bad_cases, emu::block->collectives);
   return test_finish("test_permute_emu", test_checks_run);
 }

@@ -1,14 +1,16 @@
 /* test_routing_emu.cpp — the CUDA routing code itself (kernels/routing_token.cuh: route_token, its filtered
- * selection and its exact path) compiled for the host and run on an emulated warp (routing_emu/warp_emu.h: 32
- * coroutine lanes in lockstep at every collective; routing_emu/common_host.h: the few device helpers it uses, the SFU
- * stand-ins moved by up to their documented error), against the CPU backend through the public API, ids and weight
- * bits per slot. No GPU: it checks the kernel's logic — warp collectives, the candidate list, ties, the fallbacks —
- * in every CI run, before any device time; the GPU's own arithmetic is test_gpu_routing_bits' to check. Each method
- * of test_gpu_routing_bits runs with the default sequence, without the filtered selection ("f") and with the
- * previous sequence ("w"), on rows of every kind (random at three scales, ties, ±Inf and NaN, fewer selectable
- * experts than K, huge magnitudes, exp's thresholds, near-equal values, sigmoid keys on a grid near the filter's
- * error bound), in three layouts of the logits and the bias: fp32 compact, bf16 compact, fp16 with padded rows and a
- * strided bias (NaN in the gaps). Usage: test_routing_emu [rows per method, layout and sequence] (default 100). */
+ * selection and its exact path; kernels/routing_team.cuh: the T = 1 prologue's team of warps) compiled for the host and
+ * run on an emulated warp or block (routing_emu/warp_emu.h: coroutine threads, each warp in lockstep at every
+ * collective, the team's warps scheduled first to last and last to first; routing_emu/common_host.h: the few device
+ * helpers it uses, the SFU stand-ins moved by up to their documented error), against the CPU backend through the
+ * public API, ids and weight bits per slot. No GPU: it checks the kernel's logic — warp collectives, barriers, the
+ * candidate list, ties, the fallbacks — in every CI run, before any device time; the GPU's own arithmetic is
+ * test_gpu_routing_bits' to check. Each method of test_gpu_routing_bits runs with the default sequence, without the
+ * filtered selection ("f"), with the previous sequence ("w") and, where the host's rule lets a team route, with the
+ * team, on rows of every kind (random at three scales, ties, ±Inf and NaN, fewer selectable experts than K, huge
+ * magnitudes, exp's thresholds, near-equal values, sigmoid keys on a grid near the filter's error bound), in three
+ * layouts of the logits and the bias: fp32 compact, bf16 compact, fp16 with padded rows and a strided bias (NaN in the
+ * gaps). Usage: test_routing_emu [rows per method, layout and sequence] (default 100). */
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
@@ -20,7 +22,7 @@ extern "C" {
 }
 #include "common_host.h" /* before routing_token.cuh: takes the place of kernels/common.cuh */
 #include "routing_rows.h"
-#include "routing_token.cuh"
+#include "routing_team.cuh" /* and routing_token.cuh */
 
 int fp8moe::sfu_error_ulps = 1;
 
@@ -90,6 +92,36 @@ void body(unsigned lane, void* p) {
     case 8: body_pl<8>(lane, r); break;
     default: body_pl<16>(lane, r); break;
   }
+}
+
+/* The T = 1 prologue's team (kernels/routing_team.cuh): warps 0 … ⌈E/32⌉ − 1 of a block route each row together; a
+ * block barrier between rows stands for the launches between tokens. */
+struct TeamRun {
+  const fp8moe_routing_args* a;
+  fp8moe::team_shared* sh;
+  int32_t* ids;
+  float* w;
+};
+
+void team_body(unsigned tid, void* p) {
+  TeamRun* r = static_cast<TeamRun*>(p);
+  const int lane = static_cast<int>(tid % 32);
+  for (int64_t t = 0; t < r->a->T; ++t) {
+    int32_t e = 0;
+    float w = 0.0f;
+    if (fp8moe::route_token_team(*r->a, t, *r->sh, &e, &w)) {
+      r->ids[t * r->a->K + lane] = e;
+      r->w[t * r->a->K + lane] = w;
+    }
+    __syncthreads();
+  }
+}
+
+/* Where the host's rule lets a team route (src/cuda/cuda_plan.c fp8moe_cuda_plan_prologue_team, less its minimum E):
+ * E ≤ 512, K ≤ 32, and DeepSeek-V3's limited groups of 32 experts (one warp each). */
+bool team_routes(const fp8moe_routing_args& a) {
+  const bool grouped = a.method == FP8MOE_ROUTING_DEEPSEEK_V3 && a.n_group > 1 && a.topk_group < a.n_group;
+  return a.E <= FP8MOE_PROLOGUE_TEAM_MAX_EXPERTS && a.K <= 32 && (!grouped || a.E == 32 * a.n_group);
 }
 
 struct MethodCase {
@@ -171,8 +203,11 @@ void check_layout(const test_plugin& tp, fp8moe_context* cpu, baseline_problem& 
   int32_t* ids = static_cast<int32_t*>(malloc(n * sizeof(int32_t)));
   float* w = static_cast<float*>(malloc(n * sizeof(float)));
   float* gkey = static_cast<float*>(malloc(sizeof(float) * static_cast<size_t>(m.E)));
-  static const char* const kSequence[3] = {"default", "f (no filtered selection)", "w (previous sequence)"};
-  for (int seq = 0; seq < 3 && ids && w && gkey; ++seq) {
+  static const char* const kSequence[5] = {"default", "f (no filtered selection)", "w (previous sequence)", "team",
+                                           "team, warps in reverse"};
+  static fp8moe::team_shared sh;
+  for (int seq = 0; seq < 5 && ids && w && gkey; ++seq) {
+    if (seq >= 3 && !team_routes(a)) break;
     a.v1 = seq == 2;
     a.filtered = seq == 0;
     for (size_t i = 0; i < n; ++i) {
@@ -180,10 +215,13 @@ void check_layout(const test_plugin& tp, fp8moe_context* cpu, baseline_problem& 
       w[i] = NAN;
     }
     Run r = {&a, gkey, ids, w, seq == 2, 0};
-    const long before = emu::warp ? emu::warp->collectives : 0;
-    const char* err = emu::run(body, &r);
+    TeamRun tr = {&a, &sh, ids, w};
+    const long before = emu::block ? emu::block->collectives : 0;
+    emu::reverse_warps = seq == 4;
+    const char* err = seq < 3 ? emu::run(body, &r) : emu::run_block(32 * ((m.E + 31) / 32), team_body, &tr);
+    emu::reverse_warps = false;
     EXPECT(err == nullptr, "method %d (%s, %s): %s", m.method, kLayout[layout], kSequence[seq], err);
-    g_collectives += emu::warp->collectives - before;
+    g_collectives += emu::block->collectives - before;
     long ids_bad = 0, w_bad = 0;
     for (size_t i = 0; i < n; ++i) {
       ids_bad += ids[i] != cpu_ids[i];
@@ -261,7 +299,7 @@ int main(int argc, char** argv) {
       routing_rows_fill(logits + t * m.E, m.E, m.K, static_cast<uint32_t>(t % ROUTING_ROW_KINDS), bias);
     for (int layout = 0; layout < 3; ++layout) check_layout(tp, cpu, p, m, rows, layout, logits, bias);
   }
-  printf("%ld warp collectives emulated\n", g_collectives);
+  printf("%ld collectives and barriers emulated\n", g_collectives);
   tp.api->context_destroy(cpu);
   free(g_arena);
   test_plugin_close(&tp);

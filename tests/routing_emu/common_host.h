@@ -1,10 +1,11 @@
-/* common_host.h — a host stand-in for kernels/common.cuh where kernels/routing_token.cuh needs it, so that
- * tests/test_routing_emu.cpp can compile the routing code for the host and run it on warp_emu.h's lanes. It takes
+/* common_host.h — a host stand-in for kernels/common.cuh where the kernels' headers under test need it, so that
+ * tests/test_routing_emu.cpp and tests/test_slot_list_emu.cpp can compile that code for the host and run it on
+ * warp_emu.h's emulated block. It takes
  * common.cuh's include guard: included first, it keeps the real header (device intrinsics, inline PTX) out. The
  * strided reads and the warp reductions are the kernels' own (common_portable.cuh); only the inline PTX is stood in
  * for: ex2_approx and rcp_approx, for the SFU's ex2.approx.ftz and rcp.approx.ftz, give the correctly rounded value
  * moved by up to their documented error (2 ulp and 1 ulp, chosen per input by a hash, so runs repeat), with the flush
- * to zero below 2^-126; pin_f32x2 is a compiler fence. */
+ * to zero below 2^-126; pin_f32x2 is a compiler fence; the named barriers are the emulated block's. */
 #ifndef FP8MOE_KERNELS_COMMON_CUH
 #define FP8MOE_KERNELS_COMMON_CUH
 
@@ -37,6 +38,16 @@ inline float flush(float v) { return fabsf(v) < 0x1p-126f ? copysignf(0.0f, v) :
 
 /* common.cuh's register pin; on the host only a compiler fence (SSE registers). */
 __device__ __forceinline__ void pin_f32x2(float& a, float& b) { asm volatile("" : "+x"(a), "+x"(b)); }
+
+/* common.cuh's named barriers, on warp_emu.h's block. */
+template <int kId>
+__device__ __forceinline__ void named_sync(int threads) {
+  emu_bar_sync(kId, static_cast<unsigned>(threads));
+}
+template <int kId>
+__device__ __forceinline__ void named_arrive(int threads) {
+  emu_bar_arrive(kId, static_cast<unsigned>(threads));
+}
 
 __device__ __forceinline__ float ex2_approx(float x) {
   return flush(move_ulps(exp2f(flush(x)), x, sfu_error_ulps ? 2 : 0));
