@@ -12,6 +12,7 @@
 
 #include <vector>
 
+#include "routing_rows.h"
 #include "warp_emu.h"
 
 #include "permute_segment.cuh"
@@ -22,13 +23,7 @@ extern "C" {
 
 namespace {
 
-uint64_t g_rng = 0xD1B54A32D192ED03ull;
-uint32_t next_u32() {
-  g_rng ^= g_rng << 13;
-  g_rng ^= g_rng >> 7;
-  g_rng ^= g_rng << 17;
-  return static_cast<uint32_t>(g_rng >> 16);
-}
+uint32_t next_u32() { return routing_rows_u32(); } /* routing_rows.h's generator */
 
 struct Job {
   const fp8moe_permute_args* a;

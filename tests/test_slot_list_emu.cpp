@@ -14,6 +14,7 @@
 
 #include <vector>
 
+#include "routing_rows.h"
 #include "common_host.h" /* before slot_list.cuh: takes the place of kernels/common.cuh */
 #include "slot_list.cuh"
 
@@ -21,13 +22,7 @@ int fp8moe::sfu_error_ulps = 0; /* unused here: common_host.h's SFU stand-ins */
 
 namespace {
 
-uint64_t g_rng = 0x9E3779B97F4A7C15ull;
-uint32_t next_u32() {
-  g_rng ^= g_rng << 13;
-  g_rng ^= g_rng >> 7;
-  g_rng ^= g_rng << 17;
-  return static_cast<uint32_t>(g_rng >> 16);
-}
+uint32_t next_u32() { return routing_rows_u32(); } /* routing_rows.h's generator */
 
 constexpr int32_t kPoison = 0x5A5A5A5A;
 
