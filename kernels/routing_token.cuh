@@ -565,7 +565,10 @@ __device__ __forceinline__ bool route_token(const fp8moe_routing_args& a, int64_
   if constexpr (!kV1 && PL <= 16) {
     if (filtered_applies(a)) {
       const int r = route_filtered<PL>(a, t, gkey, e_out, w_out, from);
-      if (r >= 0 || from > kPhaseLoad) return r > 0; /* a warming warp's result is discarded either way */
+      /* −1 comes on every lane or none; the vote says so to the compiler too: branching on r itself (a per-lane
+       * value) made everything after it "possibly divergent", each collective of the exact path wrapped in
+       * WARPSYNC … ENDCOLLECTIVE (73 in routing_kernel<8>) and the kernel's code twice as long. */
+      if (__all_sync(0xffffffffu, r >= 0) || from > kPhaseLoad) return r > 0; /* warming: discarded either way */
     }
   }
   const bool post_weight = !kV1 && !kSorted && weight_is_post(method);

@@ -1,16 +1,16 @@
-/* warp_emu.h — one thread block of up to 1,024 threads (one warp or several) on the host, for running device code
- * from kernels/ without a GPU (tests/test_routing_emu.cpp, tests/test_permute_emu.cpp, tests/test_slot_list_emu.cpp;
- * the scheduler is warp_emu.cpp). Each thread is a coroutine (ucontext) with its own stack, all on one host thread: a
+/* warp_emu.h — one thread block of up to 1,024 threads (one warp or several) on the host, for running device code from
+ * kernels/ without a GPU (tests/test_routing_emu.cpp, tests/test_permute_emu.cpp, tests/test_slot_list_emu.cpp; the
+ * scheduler is warp_emu.cpp). Each thread is a coroutine (ucontext) with its own stack, all on one host thread: a
  * thread runs until it reaches a warp-collective intrinsic (__shfl_sync, __shfl_xor_sync, __shfl_up_sync,
- * __ballot_sync, __any_sync, __reduce_{max,min,add}_sync, __match_any_sync, __syncwarp) or a block barrier
- * (__syncthreads, or a named barrier's emu_bar_sync; emu_bar_arrive counts without waiting), leaves its operand there and
- * yields. When all 32 lanes of a warp wait at a collective, the scheduler checks that it is the same one (a divergent
- * warp is reported, not emulated), computes every lane's result and resumes them; a barrier releases its waiting
- * threads once as many threads as it expects have arrived; a block in which nothing can move is reported as a
- * deadlock. So each warp runs in lockstep at every collective, as the converged warp the code assumes; each warp
- * runs as far as it can before the next (in forward or reverse order: emu::reverse_warps), so a missing barrier
- * shows as a warp reading what another has not yet written; shared memory is ordinary memory (a function-local
- * __shared__ variable is a static), ordered by the single host thread. */
+ * __ballot_sync, __any_sync, __all_sync, __reduce_{max,min,add}_sync, __match_any_sync, __syncwarp) or a block barrier
+ * (__syncthreads, or a named barrier's emu_bar_sync; emu_bar_arrive counts without waiting), leaves its operand there
+ * and yields. When all 32 lanes of a warp wait at a collective, the scheduler checks that it is the same one (a
+ * divergent warp is reported, not emulated), computes every lane's result and resumes them; a barrier releases its
+ * waiting threads once as many threads as it expects have arrived; a block in which nothing can move is reported as a
+ * deadlock. So each warp runs in lockstep at every collective, as the converged warp the code assumes; each warp runs
+ * as far as it can before the next (in forward or reverse order: emu::reverse_warps), so a missing barrier shows as a
+ * warp reading what another has not yet written; shared memory is ordinary memory (a function-local __shared__
+ * variable is a static), ordered by the single host thread. */
 #ifndef FP8MOE_TESTS_WARP_EMU_H
 #define FP8MOE_TESTS_WARP_EMU_H
 
@@ -108,6 +108,7 @@ inline unsigned __ballot_sync(unsigned, int p) {
   return static_cast<unsigned>(emu::collective(emu::kBallot, p != 0, 0));
 }
 inline int __any_sync(unsigned m, int p) { return __ballot_sync(m, p) != 0; }
+inline int __all_sync(unsigned m, int p) { return __ballot_sync(m, p) == 0xFFFFFFFFu; }
 inline unsigned __reduce_max_sync(unsigned, unsigned v) {
   return static_cast<unsigned>(emu::collective(emu::kMax, v, 0));
 }
