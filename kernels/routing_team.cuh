@@ -115,7 +115,7 @@ __device__ __forceinline__ bool route_token_team(const fp8moe_routing_args& a, i
   }
 
   /* 2. Group limiting, one group per warp (the host's rule): score = the two largest keys' sum. */
-  if (method == FP8MOE_ROUTING_DEEPSEEK_V3 && a.n_group > 1 && a.topk_group < a.n_group) {
+  if (limits_groups(a)) {
     const int first = __ffs(__ballot_sync(0xffffffffu, rank == 0)) - 1;
     const int second = __ffs(__ballot_sync(0xffffffffu, rank == 1)) - 1;
     const float b1 = __shfl_sync(0xffffffffu, key, first), b2 = __shfl_sync(0xffffffffu, key, second);

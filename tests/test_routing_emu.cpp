@@ -120,8 +120,7 @@ void team_body(unsigned tid, void* p) {
 /* Where the host's rule lets a team route (src/cuda/cuda_plan.c fp8moe_cuda_plan_prologue_team, less its minimum E):
  * E ≤ 512, K ≤ 32, and DeepSeek-V3's limited groups of 32 experts (one warp each). */
 bool team_routes(const fp8moe_routing_args& a) {
-  const bool grouped = a.method == FP8MOE_ROUTING_DEEPSEEK_V3 && a.n_group > 1 && a.topk_group < a.n_group;
-  return a.E <= FP8MOE_PROLOGUE_TEAM_MAX_EXPERTS && a.K <= 32 && (!grouped || a.E == 32 * a.n_group);
+  return a.E <= FP8MOE_PROLOGUE_TEAM_MAX_EXPERTS && a.K <= 32 && (!fp8moe::limits_groups(a) || a.E == 32 * a.n_group);
 }
 
 struct MethodCase {
