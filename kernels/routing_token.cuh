@@ -431,10 +431,12 @@ __device__ __forceinline__ int route_filtered(const fp8moe_routing_args& a, int6
   if (from <= kPhaseGroups) {
     uint32_t picked = 0xffffffffu; /* bit g: group g picked (every bit without group limiting) */
     uint32_t magic = 0u;           /* e / gs by a multiply-high (limit_groups), where groups are limited */
+    /* Groups of 32 experts with 32·PL = E (DeepSeek-V3): register g is group g. */
+    const bool group_is_register = limits_groups(a) && E == 32 * PL && G == PL;
     float floor;
     if (limits_groups(a)) {
       float score, second; /* group `lane`'s approximate score and second largest key (lane < G) */
-      if (E == 32 * PL && G == PL) {
+      if (group_is_register) {
         /* Register g is group g (DeepSeek-V3's 8 groups of 32): its two largest keys by two warp maxima — the second
          * with the lowest lane holding the first left out, so a tie gives both — without shared memory. */
         score = 0.0f;
@@ -483,13 +485,10 @@ __device__ __forceinline__ int route_filtered(const fp8moe_routing_args& a, int6
     }
     int32_t* list = reinterpret_cast<int32_t*>(gkey);
     const uint32_t below = (1u << lane) - 1u; /* the lanes before this one */
-    /* Groups of 32 experts with 32·PL = E (DeepSeek-V3): register j is group j, so an unpicked group's register is
-     * skipped whole (uniform), without its group test per lane. */
-    const bool group_is_register = magic != 0u && E == 32 * PL && G == PL;
     int32_t n = 0;
 #pragma unroll
     for (int j = 0; j < PL; ++j) {
-      if (group_is_register && !((picked >> j) & 1u)) continue;
+      if (group_is_register && !((picked >> j) & 1u)) continue; /* uniform: without its group test per lane */
       const uint32_t e = static_cast<uint32_t>(lane + 32 * j);
       /* e < E first: past E the group index may pass 31. Bitwise: no branches. */
       const bool in = e < static_cast<uint32_t>(E);
@@ -640,8 +639,7 @@ __device__ __forceinline__ bool route_token(const fp8moe_routing_args& a, int64_
       for (int j = 0; j < PL; ++j) key[j] = selectable[j] ? logit[j] : -INFINITY; /* raw logits */
     }
   }
-  if (from <= kPhaseGroups && method == FP8MOE_ROUTING_DEEPSEEK_V3 && a.n_group > 1 && a.topk_group < a.n_group)
-    limit_groups<PL, kV1>(a, lane, key, gkey);
+  if (from <= kPhaseGroups && limits_groups(a)) limit_groups<PL, kV1>(a, lane, key, gkey);
 
   /* Top-K: per round the largest order word, then the lowest index holding it; lane k keeps slot k. */
   int32_t my_e = 0;

@@ -19,6 +19,10 @@ namespace fp8moe {
 __device__ __forceinline__ int32_t div_tile(int32_t x, int32_t tile_m, uint32_t magic) {
   return tile_m == 1 ? x : static_cast<int32_t>(__umulhi(static_cast<uint32_t>(x), magic));
 }
+/* div_tile's magic for tile_m (0 for tile_m = 1, which div_tile passes through). */
+__device__ __forceinline__ uint32_t tile_magic(int32_t tile_m) {
+  return tile_m == 1 ? 0u : 0xFFFFFFFFu / static_cast<uint32_t>(tile_m) + 1u;
+}
 /* ⌈x / tile_m⌉: the tiles of x rows. */
 __device__ __forceinline__ int32_t tiles_of(int32_t x, int32_t tile_m, uint32_t magic) {
   return div_tile(x + tile_m - 1, tile_m, magic);
@@ -36,7 +40,7 @@ __device__ void build_slot_list(const fp8moe_permute_args& p, const int32_t* ids
   const int tid = threadIdx.x, lane = tid % 32;
   __shared__ int32_t total_tiles;
   const int32_t tile_m = p.tile_m, off = p.local_offset, n_local = p.E_local;
-  const uint32_t magic = tile_m == 1 ? 0u : 0xFFFFFFFFu / static_cast<uint32_t>(tile_m) + 1u;
+  const uint32_t magic = tile_magic(tile_m);
   for (int32_t i = tid; i < p.TK; i += THREADS) {
     const int32_t e = ids[i] - off;
     if (ids[i] >= 0 && e >= 0 && e < n_local) atomicAdd(&count[e], 1);
@@ -114,7 +118,7 @@ __device__ void build_slot_list(const fp8moe_permute_args& p, const int32_t* ids
 __device__ __forceinline__ void build_slot_list_warp(const fp8moe_permute_args& p, int32_t id) {
   const int lane = threadIdx.x % 32;
   const int32_t tile_m = p.tile_m, off = p.local_offset, n_local = p.E_local;
-  const uint32_t magic = tile_m == 1 ? 0u : 0xFFFFFFFFu / static_cast<uint32_t>(tile_m) + 1u;
+  const uint32_t magic = tile_magic(tile_m);
   const int32_t e = id - off;
   const bool local = lane < p.TK && id >= 0 && e >= 0 && e < n_local;
   const uint32_t peers = __match_any_sync(0xffffffffu, local ? e : -1);
