@@ -374,6 +374,49 @@ __host__ __device__ __forceinline__ bool route_uses_scratch(const fp8moe_routing
   return limits_groups(a) || filtered_applies(a);
 }
 
+/* The picked groups where the approximate scores are too close to call (routing_filter.h), for the layout where
+ * register g is group g (DeepSeek-V3's 8 groups of 32): lane g < PL holds group g's approximate score. A pair whose
+ * approximate scores are more than 4δ apart orders the same by exact scores (fp8moe_rf_groups_certain), so a group
+ * that fewer than topk_group others may be ahead of is picked, one that topk_group others are surely ahead of is
+ * not, and only the rest are ranked by their exact scores (σ(x) + bias of the token's logits read again, from L1/L2)
+ * for the places left — ties to the lower index, as pick_groups ranks every group on the exact path. Typically two
+ * groups of eight need it, ~60 instructions each; declining instead sent ~0.08 % of random DeepSeek-V3 tokens
+ * through the whole exact path, and one such token was the last warp to finish of a one-wave grid (docs/GPU.md
+ * "Routing's critical path", item 6). Returns the picked mask (bit g). */
+template <int PL>
+__device__ __forceinline__ uint32_t pick_close_groups(const fp8moe_routing_args& a, int64_t t, int lane, float score,
+                                                      float delta, bool with_bias, int from) {
+  int32_t maybe_ahead = 0, surely_ahead = 0;
+#pragma unroll 1 /* a rare path: kept short (routing_kernel<8> +1,536 instructions unrolled) */
+  for (int h = 0; h < PL; ++h) {
+    const float other = __shfl_sync(0xffffffffu, score, h);
+    if (h == lane) continue;
+    maybe_ahead += fp8moe_rf_groups_certain(score, other, delta) ? 0 : 1;
+    surely_ahead += fp8moe_rf_groups_certain(other, score, delta) ? 1 : 0;
+  }
+  const bool real = lane < PL;
+  const uint32_t sure_in = __ballot_sync(0xffffffffu, real && maybe_ahead < a.topk_group);
+  const uint32_t sure_out = __ballot_sync(0xffffffffu, real && surely_ahead >= a.topk_group);
+  /* the sure groups rank first and last: no sum of two keys below 2^64 (route_filtered's test) comes near FLT_MAX */
+  float exact = ((sure_in >> lane) & 1u) ? FLT_MAX : -FLT_MAX;
+#pragma unroll 1
+  for (int g = 0; g < PL; ++g) {
+    if (((sure_in | sure_out) >> g) & 1u) continue; /* uniform */
+    const int32_t e = lane + 32 * g;
+    float x = from <= kPhaseLoad ? kref_at(a.logits, t, e) : 0.0f; /* finite or +Inf here (route_filtered) */
+    if (x == INFINITY) x = FLT_MAX;
+    const float b = with_bias && from <= kPhaseLoad ? kref_at(a.bias, e) : 0.0f;
+    /* the group's two largest exact keys as route_filtered takes the approximate ones; ±0 order apart here but add
+     * to the same sum, as on the exact path (limit_groups) */
+    const uint32_t w = order_word_finite(fp8moe_rm_sigmoid(x) + b);
+    const uint32_t m1 = lanes_max(w);
+    const bool first_holder = lane == __ffs(__ballot_sync(0xffffffffu, w == m1)) - 1;
+    const float b2 = order_float(lanes_max(first_holder ? 0u : w));
+    if (lane == g) exact = order_float(m1) + b2;
+  }
+  return ((1u << PL) - 1u) & ~pick_groups<true>(exact, PL, a.topk_group, lane);
+}
+
 /* Token t by the filtered selection (routing_filter.h): approximate keys → where DeepSeek-V3 limits groups, the groups
  * picked from approximate scores where the margin allows → candidates (picked groups, at or above the floor; at most
  * one per lane) → their exact keys (src/routing_math.h, the exact path's functions on the same values) → top-K over
@@ -465,10 +508,15 @@ __device__ __forceinline__ int route_filtered(const fp8moe_routing_args& a, int6
       const float last = order_float(lanes_min(mine ? order_word(score) : 0xFFFFFFFFu));
       const float first_out = order_float(lanes_max(other ? order_word(score) : 0u));
       if (!fp8moe_rf_groups_certain(last, first_out, delta)) {
-        __syncwarp(); /* group_top2's reads of gkey are done before the exact path writes it */
-        return -1;
+        if (!group_is_register) {
+          __syncwarp(); /* group_top2's reads of gkey are done before the exact path writes it */
+          return -1;
+        }
+        picked = pick_close_groups<PL>(a, t, lane, score, delta, with_bias, from);
       }
-      floor = fp8moe_rf_candidate_floor(order_float(lanes_min(mine ? order_word(second) : 0xFFFFFFFFu)), delta);
+      /* any picked set: each picked group's two largest keys are candidates (fp8moe_rf_candidate_floor) */
+      const bool kept = (picked >> lane) & 1u;
+      floor = fp8moe_rf_candidate_floor(order_float(lanes_min(kept ? order_word(second) : 0xFFFFFFFFu)), delta);
       magic = 0xFFFFFFFFu / static_cast<uint32_t>(E / G) + 1u; /* groups of ≥ 2 experts: never 0 */
       __syncwarp(); /* group_top2's reads of gkey are done: it takes the candidate list */
     } else {

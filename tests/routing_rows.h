@@ -7,7 +7,7 @@
 #include <math.h>
 #include <stdint.h>
 
-#define ROUTING_ROW_KINDS 13
+#define ROUTING_ROW_KINDS 14
 
 static uint64_t routing_rows_state = 0x1234567887654321ull;
 
@@ -20,8 +20,11 @@ static inline uint32_t routing_rows_u32(void) {
 static inline float routing_rows_uniform(void) { return (float)(routing_rows_u32() >> 8) / 16777216.0f; }
 
 /* One logit row of E experts (K selected): kind 0..5 random at scales 1, 4, 30; 6.. adversarial patterns. bias: the
- * row's bias (fp32, E values) or NULL, for kind 12 (sigmoid keys σ(x) + bias on a grid of 3e-5, about 3× the error
- * bound of the filtered selection of sigmoid-keyed routing, so decisions sit at its margins). */
+ * row's bias (fp32, E values) or NULL, for kinds 12 (sigmoid keys σ(x) + bias on a grid of 3e-5, about 3× the error
+ * bound of the filtered selection of sigmoid-keyed routing, so decisions sit at its margins) and 13 (eight equal
+ * chunks, DeepSeek-V3's groups where E / 8 experts make one: in a random half of them the two largest keys sum to
+ * 1.9 within a few ulp, closer than the filtered selection can tell from approximate keys, so the exact scores
+ * rank those groups; the other chunks' two largest keys sum to ~1.9 − 0.02, some close enough, some not). */
 static inline void routing_rows_fill(float* row, int32_t E, int32_t K, uint32_t kind, const float* bias) {
   static const float scales[] = {1.0f, 4.0f, 30.0f};
   static const float edges[] = {88.0f, 88.7228f, 89.0f, -87.3f, -103.9f, -104.5f, 1e-30f, -1e-30f, 0.0f, -0.0f};
@@ -57,6 +60,20 @@ static inline void routing_rows_fill(float* row, int32_t E, int32_t K, uint32_t 
         row[e] = (float)log(s / (1.0 - s));
       }
       break;
+    case 13: {
+      const int32_t gs = E / 8 >= 2 ? E / 8 : E;
+      for (int32_t e = 0; e < E; ++e) row[e] = (routing_rows_uniform() - 0.5f) * 2.0f; /* keys ≤ 0.74 + bias */
+      const uint32_t close = routing_rows_u32();
+      for (int32_t g = 0; g + gs <= E; g += gs) {
+        const double level = ((close >> (g / gs)) & 1u) ? 0.95 : 0.94 + 1e-5 * (double)(routing_rows_u32() % 8);
+        for (int32_t i = 0; i < 2; ++i) {
+          const int32_t e = g + (int32_t)(routing_rows_u32() % (uint32_t)gs);
+          const double s = level + 0x1p-24 * (double)(routing_rows_u32() % 4) - (bias ? (double)bias[e] : 0.0);
+          row[e] = (float)log(s / (1.0 - s));
+        }
+      }
+      break;
+    }
     default:
       break;
   }
