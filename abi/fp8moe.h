@@ -389,7 +389,8 @@ typedef struct fp8moe_api {
   int32_t (*context_info)(const fp8moe_context* context, fp8moe_context_info* info);
   /* The capability table; context may be NULL (then backend and flags describe the CPU backend). */
   int32_t (*query_capabilities)(const fp8moe_context* context, fp8moe_capabilities* capabilities);
-  /* Workspace bytes run needs for exactly these args (validates them first). */
+  /* Workspace bytes run needs for exactly these args (validates them first). Never fewer for a larger T with
+   * everything else the same, so a workspace sized at a host's largest T serves every smaller T. */
   int32_t (*query_workspace)(const fp8moe_context* context, const fp8moe_moe_args* args, size_t* bytes);
   /* OK when run would accept these args; otherwise the status and message run would give. Reads no
    * tensor data and does not check the workspace. */

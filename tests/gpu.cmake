@@ -99,7 +99,8 @@ endif()
 # The kernel plan of the CUDA backend as data: a host unit (cuda_plan.c compiled in, no CUDA library, no GPU).
 if(FP8MOE_WITH_CUDA)
   fp8moe_add_test(NAME test_cuda_plan SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_cuda_plan.c
-                  ${PROJECT_SOURCE_DIR}/src/cuda/cuda_plan.c ${PROJECT_SOURCE_DIR}/src/contract.c
+                  ${PROJECT_SOURCE_DIR}/src/cuda/cuda_plan.c ${PROJECT_SOURCE_DIR}/src/cuda/cuda_layout.c
+                  ${PROJECT_SOURCE_DIR}/src/contract.c
                   ${PROJECT_SOURCE_DIR}/src/tensor.c TIMEOUT 60)
   target_include_directories(test_cuda_plan PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/src/cuda
                              ${PROJECT_SOURCE_DIR}/kernels ${CUDAToolkit_INCLUDE_DIRS})

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "contract_internal.h"
+#include "cuda_internal.h" /* fp8moe_cuda_layout_make */
 #include "cuda_plan.h"
 #include "gemm/sm90_items.h"
 #include "gemm/stream_split.h"
@@ -181,10 +182,11 @@ static void picks(void) {
   const fp8moe_problem h384s = problem(1, 384, 256, 64, 2, 0x10000);
   EXPECT(kernel_of(FP8MOE_GEMM2, 90, &h384s, str | FP8MOE_PLAN_NEEDS_STREAM_PAYS) == FP8MOE_GEMM_STREAM_SM90,
          "H = 384: the stream GEMM2 (its last unit has one box)");
+  /* from T = 1 up, whatever T's own regime: a workspace sized for a larger T serves the smaller ones */
   EXPECT(fp8moe_cuda_plan_stream_workspace(90, &one) && fp8moe_cuda_plan_stream_workspace(90, &t32) &&
-             !fp8moe_cuda_plan_stream_workspace(90, &t512) && !fp8moe_cuda_plan_stream_workspace(90, &big) &&
+             fp8moe_cuda_plan_stream_workspace(90, &t512) && fp8moe_cuda_plan_stream_workspace(90, &big) &&
              !fp8moe_cuda_plan_stream_workspace(100, &one) && !fp8moe_cuda_plan_stream_workspace(89, &t32),
-         "the stream workspace exactly where a stream row can match");
+         "the stream workspace wherever a stream row can match this T or a smaller one");
   /* The shapes of test_gpu_sweep's decode rows (T, H, I, E, K), in every format: experts far below the size
    * rule's, so the register pair by default; the stream pair where the context offers it everywhere ("l",
    * test_gpu_sweep_sizes_l), so that sweep runs the stream kernels there. */
@@ -1124,7 +1126,58 @@ static void stream_pairs_rule(void) {
          "mode 2 (\"l\"): the pairs from T = 17 on any shape; mode 0 (\"b\"): never");
 }
 
+/* A workspace sized by query_workspace at a host's largest T serves every smaller T of the same layer (docs/DESIGN.md
+ * "Workspace"): the layout's total never shrinks as T grows. Model shapes and the tests' small ones (H = I = 128, one
+ * local expert: there the stream GEMMs' fixed partials outweigh everything else at large T), each format's
+ * requantization, fp8 and bf16 hidden states, every T to 600 and then steps of ~7 % to 20,000. */
+static void workspace_grows_with_T(void) {
+  static const int64_t models[][5] = {
+      {7168, 2048, 256, 8, 256}, {7168, 2048, 384, 8, 384}, {2048, 768, 128, 8, 128}, {4096, 14336, 8, 2, 8},
+      {5120, 8192, 16, 1, 16},   {4096, 1408, 128, 8, 128}, {4096, 1536, 128, 8, 128}, {7168, 2048, 256, 8, 32},
+  };
+  static const int32_t small_E[] = {16, 32, 64, 128, 256, 384}, small_K[] = {1, 2, 4, 6, 8};
+  int64_t shapes[8 + 6 * 5 * 2][5];
+  size_t n = 0;
+  for (size_t i = 0; i < 8; ++i) memcpy(shapes[n++], models[i], sizeof models[i]);
+  for (size_t e = 0; e < 6; ++e)
+    for (size_t k = 0; k < 5; ++k)
+      for (int local = 0; local < 2; ++local) {
+        const int64_t row[5] = {128, 128, small_E[e], small_K[k], local ? small_E[e] : 1};
+        memcpy(shapes[n++], row, sizeof row);
+      }
+  static const int32_t formats[] = {FP8MOE_QUANT_FP8_PER_TENSOR, FP8MOE_QUANT_FP8_PER_TENSOR, FP8MOE_QUANT_FP8_BLOCK128};
+  static const int32_t requants[] = {FP8MOE_REQUANT_STATIC, FP8MOE_REQUANT_TENSOR, FP8MOE_REQUANT_GROUP};
+  long bad = 0;
+  for (size_t i = 0; i < n; ++i)
+    for (size_t f = 0; f < 3; ++f)
+      for (int fp8_in = 0; fp8_in < 2; ++fp8_in) {
+        size_t most = 0;
+        int64_t most_at = 0;
+        for (int64_t T = 1; T <= 20000; T = T < 600 ? T + 1 : T + T / 14) {
+          fp8moe_problem p = problem(T, shapes[i][0], shapes[i][1], (int32_t)shapes[i][2], (int32_t)shapes[i][3], 0x10000);
+          p.E_local = (int32_t)shapes[i][4];
+          p.quant_format = formats[f];
+          p.geom = *fp8moe_contract_quant_geometry(formats[f]);
+          p.requant = requants[f];
+          p.hidden_is_fp8 = fp8_in;
+          fp8moe_cuda_layout l;
+          fp8moe_cuda_layout_make(&p, 90, &l);
+          if (l.total < most && bad++ < 5)
+            fprintf(stderr, "H %lld I %lld E %lld K %lld E_local %lld format %d fp8 in %d: T = %lld needs %zu bytes, "
+                    "T = %lld needed %zu\n", (long long)shapes[i][0], (long long)shapes[i][1], (long long)shapes[i][2],
+                    (long long)shapes[i][3], (long long)shapes[i][4], (int)f, fp8_in, (long long)T, l.total,
+                    (long long)most_at, most);
+          if (l.total > most) {
+            most = l.total;
+            most_at = T;
+          }
+        }
+      }
+  EXPECT(bad == 0, "%ld (shape, T) points need less workspace than a smaller T of the same shape", bad);
+}
+
 int main(void) {
+  workspace_grows_with_T();
   gemm1_pairs();
   stream_handoff_rule();
   stream_pairs_rule();

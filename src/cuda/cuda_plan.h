@@ -71,8 +71,10 @@ typedef enum fp8moe_m_regime {
  * STREAM_PAYS and PAIRS_PAY for every problem where it names "l": the size rule's A/B and test switch. */
 uint32_t fp8moe_cuda_plan_context_offers(int have_tma_encoder, int have_decode_grids, int have_stream_grid);
 
-/* Whether some stream row can match (cc, regime of p): the workspace then holds the stream GEMMs' partial
- * tiles (cuda_layout.c), whichever row the run's offers pick. */
+/* Whether some stream row can match (cc, the regime of p's T or of any smaller T): the workspace then holds the
+ * stream GEMMs' partial tiles (cuda_layout.c), whichever row the run's offers pick, and a workspace queried at a
+ * host's largest T serves all its smaller ones (test_cuda_plan's workspace_grows_with_T; without this, qwen3-30b-a3b
+ * at T = 256 needed 5.7 MB less than at T = 255). */
 int fp8moe_cuda_plan_stream_workspace(int32_t cc, const fp8moe_problem* p);
 
 /* How the sm90 wgmma GEMMs run, one choice per context (kernels/kernels_internal.h): the consumer main loop
