@@ -1145,7 +1145,8 @@ static void workspace_grows_with_T(void) {
         const int64_t row[5] = {128, 128, small_E[e], small_K[k], local ? small_E[e] : 1};
         memcpy(shapes[n++], row, sizeof row);
       }
-  static const int32_t formats[] = {FP8MOE_QUANT_FP8_PER_TENSOR, FP8MOE_QUANT_FP8_PER_TENSOR, FP8MOE_QUANT_FP8_BLOCK128};
+  static const int32_t formats[] = {FP8MOE_QUANT_FP8_PER_TENSOR, FP8MOE_QUANT_FP8_PER_TENSOR,
+                                    FP8MOE_QUANT_FP8_BLOCK128};
   static const int32_t requants[] = {FP8MOE_REQUANT_STATIC, FP8MOE_REQUANT_TENSOR, FP8MOE_REQUANT_GROUP};
   long bad = 0;
   for (size_t i = 0; i < n; ++i)
@@ -1154,7 +1155,8 @@ static void workspace_grows_with_T(void) {
         size_t most = 0;
         int64_t most_at = 0;
         for (int64_t T = 1; T <= 20000; T = T < 600 ? T + 1 : T + T / 14) {
-          fp8moe_problem p = problem(T, shapes[i][0], shapes[i][1], (int32_t)shapes[i][2], (int32_t)shapes[i][3], 0x10000);
+          fp8moe_problem p =
+              problem(T, shapes[i][0], shapes[i][1], (int32_t)shapes[i][2], (int32_t)shapes[i][3], 0x10000);
           p.E_local = (int32_t)shapes[i][4];
           p.quant_format = formats[f];
           p.geom = *fp8moe_contract_quant_geometry(formats[f]);
