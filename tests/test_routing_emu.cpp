@@ -10,7 +10,8 @@
  * team, on rows of every kind (random at three scales, ties, ±Inf and NaN, fewer selectable experts than K, huge
  * magnitudes, exp's thresholds, near-equal values, sigmoid keys on a grid near the filter's error bound), in three
  * layouts of the logits and the bias: fp32 compact, bf16 compact, fp16 with padded rows and a strided bias (NaN in the
- * gaps). Usage: test_routing_emu [rows per method, layout and sequence] (default 100). */
+ * gaps). It also counts the tokens the filtered selection declines on the bench's rows (a performance guard: see
+ * decline_rate). Usage: test_routing_emu [rows per method, layout and sequence] (default 100). */
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
@@ -126,6 +127,81 @@ bool team_routes(const fp8moe_routing_args& a) {
 struct MethodCase {
   int32_t method, E, K, n_group, topk_group, with_bias;
 };
+
+/* How many tokens the filtered selection declines to the exact path (route_filtered's −1) on the bench's rows:
+ * fp8moe-bench's uniform routing, normal logits and a bias uniform in ±0.2 (bench/bench_problem.c). A performance
+ * guard, not a correctness check: in a one-wave routing grid a declined token, which then runs the whole exact path,
+ * is the last warp to finish (docs/GPU.md "Routing's critical path", item 6: 0.077 % of DeepSeek-V3 tokens declined
+ * on close group scores, deepseek-v3 T = 2048 route+perm +5 µs). */
+struct DeclineRun {
+  const fp8moe_routing_args* a;
+  float* gkey;
+  long declined;
+};
+
+template <int PL>
+void count_declines(unsigned lane, void* p) {
+  DeclineRun* r = static_cast<DeclineRun*>(p);
+  for (int64_t t = 0; t < r->a->T; ++t) {
+    int32_t e = 0;
+    float w = 0.0f;
+    const int got = fp8moe::route_filtered<PL>(*r->a, t, r->gkey, &e, &w, fp8moe::kPhaseLoad);
+    if (lane == 0 && got < 0) ++r->declined;
+  }
+}
+
+void decline_rate() {
+  struct Shape {
+    int32_t E, n_group, topk_group;
+    int64_t rows;
+    long most; /* declines allowed in `rows` tokens */
+  };
+  /* deepseek-v3 (8 groups of 32, top-4 groups; before close groups were ranked exactly, ~7.7 of 10,000 declined) and
+   * kimi-k2 (384 experts, one group); K = 8 for both */
+  const Shape shapes[2] = {{256, 8, 4, 10000, 1}, {384, 1, 1, 2000, 1}};
+  for (const Shape& sh : shapes) {
+    const int64_t rows = sh.rows;
+    float* logits = static_cast<float*>(malloc(sizeof(float) * static_cast<size_t>(rows * sh.E)));
+    float* bias = static_cast<float*>(malloc(sizeof(float) * static_cast<size_t>(sh.E)));
+    float* gkey = static_cast<float*>(malloc(sizeof(float) * static_cast<size_t>(sh.E)));
+    if (!logits || !bias || !gkey) {
+      CHECK(0, "host memory");
+    } else {
+      for (int32_t e = 0; e < sh.E; ++e) bias[e] = -0.2f + 0.4f * uniform();
+      for (int64_t i = 0; i < rows * sh.E; ++i) { /* Box–Muller */
+        const double u = (static_cast<double>(next_u32()) + 1.0) / 4294967296.0, v = uniform();
+        logits[i] = static_cast<float>(sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v));
+      }
+      fp8moe_routing_args a;
+      memset(&a, 0, sizeof a);
+      a.logits.data = logits;
+      a.logits.dt = FP8MOE_DT_F32;
+      a.logits.s[0] = sh.E;
+      a.logits.s[1] = 1;
+      a.bias.data = bias;
+      a.bias.dt = FP8MOE_DT_F32;
+      a.bias.s[0] = 1;
+      a.T = static_cast<int32_t>(rows);
+      a.E = sh.E;
+      a.K = 8;
+      a.method = FP8MOE_ROUTING_DEEPSEEK_V3;
+      a.n_group = sh.n_group;
+      a.topk_group = sh.topk_group;
+      a.scale = 1.0f;
+      a.filtered = 1;
+      DeclineRun r = {&a, gkey, 0};
+      const char* err = emu::run(sh.E <= 256 ? count_declines<8> : count_declines<16>, &r);
+      EXPECT(err == nullptr, "declines, E %d: %s", sh.E, err);
+      printf("filtered selection, E %d groups %d/%d, the bench's rows: %ld of %ld tokens declined\n", sh.E, sh.n_group,
+             sh.topk_group, r.declined, static_cast<long>(rows));
+      EXPECT(r.declined <= sh.most, "E %d groups %d/%d: %ld of %ld tokens declined to the exact path (at most %ld)",
+             sh.E, sh.n_group, sh.topk_group, r.declined, static_cast<long>(rows), sh.most);
+    }
+    free(logits);
+    free(bias);
+    free(gkey);
+  }
+}
 
 long g_collectives;
 
@@ -298,6 +374,7 @@ int main(int argc, char** argv) {
       routing_rows_fill(logits + t * m.E, m.E, m.K, static_cast<uint32_t>(t % ROUTING_ROW_KINDS), bias);
     for (int layout = 0; layout < 3; ++layout) check_layout(tp, cpu, p, m, rows, layout, logits, bias);
   }
+  decline_rate();
   printf("%ld collectives and barriers emulated\n", g_collectives);
   tp.api->context_destroy(cpu);
   free(g_arena);
