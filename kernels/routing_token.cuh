@@ -352,6 +352,18 @@ __device__ __forceinline__ float order_float(uint32_t w) {
   return __uint_as_float((w & 0x80000000u) ? (w & 0x7FFFFFFFu) : ~w);
 }
 
+/* The two largest of one non-NaN key per lane (a group of 32 held by one register), the first as its order word:
+ * two warp maxima, the second with the lowest lane holding the first left out, so a tie gives both. ±0 order apart
+ * here but add to the same group score, as on the exact path (limit_groups). Shared by route_filtered's approximate
+ * group scores and pick_close_groups' exact ones. */
+__device__ __forceinline__ void lanes_top2(float key, int lane, uint32_t& first_word, float& second) {
+  const uint32_t w = order_word_finite(key);
+  const uint32_t m1 = lanes_max(w);
+  const bool first_holder = lane == __ffs(__ballot_sync(0xffffffffu, w == m1)) - 1;
+  first_word = m1;
+  second = order_float(lanes_max(first_holder ? 0u : w));
+}
+
 /* DeepSeek-V3's group limiting applies (limit_groups). */
 __host__ __device__ __forceinline__ bool limits_groups(const fp8moe_routing_args& a) {
   return a.method == FP8MOE_ROUTING_DEEPSEEK_V3 && a.n_group > 1 && a.topk_group < a.n_group;
@@ -406,12 +418,9 @@ __device__ __forceinline__ uint32_t pick_close_groups(const fp8moe_routing_args&
     float x = from <= kPhaseLoad ? kref_at(a.logits, t, e) : 0.0f; /* finite or +Inf here (route_filtered) */
     if (x == INFINITY) x = FLT_MAX;
     const float b = with_bias && from <= kPhaseLoad ? kref_at(a.bias, e) : 0.0f;
-    /* the group's two largest exact keys as route_filtered takes the approximate ones; ±0 order apart here but add
-     * to the same sum, as on the exact path (limit_groups) */
-    const uint32_t w = order_word_finite(fp8moe_rm_sigmoid(x) + b);
-    const uint32_t m1 = lanes_max(w);
-    const bool first_holder = lane == __ffs(__ballot_sync(0xffffffffu, w == m1)) - 1;
-    const float b2 = order_float(lanes_max(first_holder ? 0u : w));
+    uint32_t m1; /* the group's two largest exact keys, as route_filtered takes the approximate ones */
+    float b2;
+    lanes_top2(fp8moe_rm_sigmoid(x) + b, lane, m1, b2);
     if (lane == g) exact = order_float(m1) + b2;
   }
   return ((1u << PL) - 1u) & ~pick_groups<true>(exact, PL, a.topk_group, lane);
@@ -480,16 +489,15 @@ __device__ __forceinline__ int route_filtered(const fp8moe_routing_args& a, int6
     if (limits_groups(a)) {
       float score, second; /* group `lane`'s approximate score and second largest key (lane < G) */
       if (group_is_register) {
-        /* Register g is group g (DeepSeek-V3's 8 groups of 32): its two largest keys by two warp maxima — the second
-         * with the lowest lane holding the first left out, so a tie gives both — without shared memory. */
+        /* Register g is group g (DeepSeek-V3's 8 groups of 32): its two largest keys by lanes_top2, without shared
+         * memory. */
         score = 0.0f;
         second = 0.0f;
 #pragma unroll
         for (int g = 0; g < PL; ++g) {
-          const uint32_t w = order_word_finite(ak[g]);
-          const uint32_t m1 = lanes_max(w);
-          const bool first_holder = lane == __ffs(__ballot_sync(0xffffffffu, w == m1)) - 1;
-          const float b2 = order_float(lanes_max(first_holder ? 0u : w));
+          uint32_t m1;
+          float b2;
+          lanes_top2(ak[g], lane, m1, b2);
           if (lane == g) {
             score = order_float(m1) + b2;
             second = b2;
