@@ -111,13 +111,23 @@ const fp8moe_plan_row* fp8moe_cuda_plan_rows(int32_t* count) {
   return k_rows;
 }
 
+/* The first T·K of SMALL, MEDIUM and LARGE (below the first: TINY). Below 16 rows per expert on average, 64-row
+ * tiles would be mostly padding; 16 to 32 is MEDIUM, where only the wgmma kernels make 64-row tiles pay
+ * (docs/GPU.md). */
+static void regime_starts(const fp8moe_problem* p, size_t start[3]) {
+  const size_t e = (size_t)p->E;
+  start[0] = e / 2 + 1; /* at most E/2 rows: TINY */
+  start[1] = 16 * e;
+  start[2] = 32 * e;
+}
+
 static fp8moe_m_regime regime_of(int64_t T, const fp8moe_problem* p) {
-  /* Below 16 rows per expert on average, 64-row tiles would be mostly padding; 16 to 32 is MEDIUM, where
-   * only the wgmma kernels make 64-row tiles pay (docs/GPU.md). */
-  const size_t rows = (size_t)T * (size_t)p->K, e = (size_t)p->E;
-  if (2 * rows <= e) return FP8MOE_M_TINY;
-  if (rows < 16 * e) return FP8MOE_M_SMALL;
-  return rows < 32 * e ? FP8MOE_M_MEDIUM : FP8MOE_M_LARGE;
+  size_t start[3];
+  regime_starts(p, start);
+  const size_t rows = (size_t)T * (size_t)p->K;
+  if (rows < start[0]) return FP8MOE_M_TINY;
+  if (rows < start[1]) return FP8MOE_M_SMALL;
+  return rows < start[2] ? FP8MOE_M_MEDIUM : FP8MOE_M_LARGE;
 }
 
 fp8moe_m_regime fp8moe_cuda_plan_regime(const fp8moe_problem* p) { return regime_of(p->T, p); }
@@ -157,12 +167,15 @@ uint32_t fp8moe_cuda_plan_context_offers(int have_tma_encoder, int have_decode_g
   return o;
 }
 
-/* The regime is constant in T between regime_of's thresholds (T·K = E/2, 16·E, 32·E), so T = 1, T and the first T
- * past each threshold meet every regime of a T' ≤ T. */
+/* The regime is constant in T between regime_starts, so T = 1 and the first T of each later regime meet every
+ * regime of a T' ≤ T. */
 int fp8moe_cuda_plan_stream_workspace(int32_t cc, const fp8moe_problem* p) {
-  const int64_t K = p->K > 0 ? p->K : 1, e = p->E;
-  const int64_t at[5] = {1, p->T, (e / 2) / K + 1, (16 * e + K - 1) / K, (32 * e + K - 1) / K};
-  for (int j = 0; j < 5; ++j) {
+  const size_t K = (size_t)(p->K > 0 ? p->K : 1);
+  size_t start[3];
+  regime_starts(p, start);
+  const int64_t at[4] = {1, (int64_t)((start[0] + K - 1) / K), (int64_t)((start[1] + K - 1) / K),
+                         (int64_t)((start[2] + K - 1) / K)};
+  for (int j = 0; j < 4; ++j) {
     if (at[j] < 1 || at[j] > p->T) continue;
     const int32_t regime = regime_of(at[j], p);
     for (size_t i = 0; i < sizeof k_rows / sizeof k_rows[0]; ++i)
