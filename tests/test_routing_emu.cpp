@@ -128,6 +128,31 @@ struct MethodCase {
   int32_t method, E, K, n_group, topk_group, with_bias;
 };
 
+/* The kernel's arguments over host rows, as cuda_run.c's routing_args_of fills them: logits [rows, E] `ls` elements
+ * apart and the bias (or null) every `bs`, both of dtype kdt (FP8MOE_DT_*). */
+fp8moe_routing_args routing_args(const MethodCase& m, int64_t rows, int32_t kdt, const void* logits, int64_t ls,
+                                 const void* bias, int64_t bs, float scale) {
+  fp8moe_routing_args a;
+  memset(&a, 0, sizeof a);
+  a.logits.data = logits;
+  a.logits.dt = kdt;
+  a.logits.s[0] = ls;
+  a.logits.s[1] = 1;
+  if (bias) {
+    a.bias.data = bias;
+    a.bias.dt = kdt;
+    a.bias.s[0] = bs;
+  }
+  a.T = static_cast<int32_t>(rows);
+  a.E = m.E;
+  a.K = m.K;
+  a.method = m.method;
+  a.n_group = m.n_group;
+  a.topk_group = m.topk_group;
+  a.scale = scale;
+  return a;
+}
+
 /* How many tokens the filtered selection declines to the exact path (route_filtered's −1) on the bench's rows:
  * fp8moe-bench's uniform routing, normal logits and a bias uniform in ±0.2 (bench/bench_problem.c). A performance
  * guard, not a correctness check: in a one-wave routing grid a declined token, which then runs the whole exact path,
@@ -172,22 +197,8 @@ void decline_rate() {
         const double u = (static_cast<double>(next_u32()) + 1.0) / 4294967296.0, v = uniform();
         logits[i] = static_cast<float>(sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v));
       }
-      fp8moe_routing_args a;
-      memset(&a, 0, sizeof a);
-      a.logits.data = logits;
-      a.logits.dt = FP8MOE_DT_F32;
-      a.logits.s[0] = sh.E;
-      a.logits.s[1] = 1;
-      a.bias.data = bias;
-      a.bias.dt = FP8MOE_DT_F32;
-      a.bias.s[0] = 1;
-      a.T = static_cast<int32_t>(rows);
-      a.E = sh.E;
-      a.K = 8;
-      a.method = FP8MOE_ROUTING_DEEPSEEK_V3;
-      a.n_group = sh.n_group;
-      a.topk_group = sh.topk_group;
-      a.scale = 1.0f;
+      const MethodCase m = {FP8MOE_ROUTING_DEEPSEEK_V3, sh.E, 8, sh.n_group, sh.topk_group, 1};
+      fp8moe_routing_args a = routing_args(m, rows, FP8MOE_DT_F32, logits, sh.E, bias, 1, 1.0f);
       a.filtered = 1;
       DeclineRun r = {&a, gkey, 0};
       const char* err = emu::run(sh.E <= 256 ? count_declines<8> : count_declines<16>, &r);
@@ -254,26 +265,12 @@ void check_layout(const test_plugin& tp, fp8moe_context* cpu, baseline_problem& 
   const int32_t* cpu_ids = static_cast<const int32_t*>(p.t[FP8MOE_ARG_ROUTING_IDS_OUT].t.data);
   const float* cpu_w = static_cast<const float*>(p.t[FP8MOE_ARG_ROUTING_WEIGHTS_OUT].t.data);
 
-  /* The kernel's arguments over the same host rows, as cuda_run.c's routing_args_of fills them. */
-  fp8moe_routing_args a;
-  memset(&a, 0, sizeof a);
+  /* The kernel's arguments over the same host rows. */
   const int32_t kdt = layout == 0 ? FP8MOE_DT_F32 : layout == 1 ? FP8MOE_DT_BF16 : FP8MOE_DT_F16;
-  a.logits.data = layout == 0 ? static_cast<const void*>(logits32) : lg;
-  a.logits.dt = kdt;
-  a.logits.s[0] = ls;
-  a.logits.s[1] = 1;
-  if (bias32) {
-    a.bias.data = layout == 0 ? static_cast<const void*>(bias32) : bg;
-    a.bias.dt = kdt;
-    a.bias.s[0] = bs;
-  }
-  a.T = static_cast<int32_t>(rows);
-  a.E = m.E;
-  a.K = m.K;
-  a.method = m.method;
-  a.n_group = m.n_group;
-  a.topk_group = m.topk_group;
-  a.scale = p.args.routed_scaling_factor == 0.0f ? 1.0f : p.args.routed_scaling_factor;
+  const void* bias = !bias32 ? nullptr : layout == 0 ? static_cast<const void*>(bias32) : bg;
+  fp8moe_routing_args a =
+      routing_args(m, rows, kdt, layout == 0 ? static_cast<const void*>(logits32) : lg, ls, bias, bs,
+                   p.args.routed_scaling_factor == 0.0f ? 1.0f : p.args.routed_scaling_factor);
   const size_t n = static_cast<size_t>(rows * m.K);
   int32_t* ids = static_cast<int32_t*>(malloc(n * sizeof(int32_t)));
   float* w = static_cast<float*>(malloc(n * sizeof(float)));
