@@ -55,6 +55,14 @@ template <int PL, typename V>
 __device__ __forceinline__ void load_lane_typed(const V* p, int64_t stride, int32_t n, int lane, float (&v)[PL]) {
   const V* q = p + lane * stride;
   const int64_t step = 32 * stride;
+  if (n >= 32 * PL) { /* uniform: every register has its element (DeepSeek-V3's E = 256 at PL = 8), no bound tests */
+#pragma unroll
+    for (int j = 0; j < PL; ++j) {
+      v[j] = to_f32(*q);
+      q += step;
+    }
+    return;
+  }
 #pragma unroll
   for (int j = 0; j < PL; ++j) {
     v[j] = lane + 32 * j < n ? to_f32(*q) : 0.0f;
@@ -116,17 +124,26 @@ __device__ __forceinline__ void merge_top2(float& b1, float& b2, float c1, float
  * descending, index ascending) — float comparison orders non-NaN scores as order_word does, −0 tying +0 — so
  * each lane counts the groups ahead of its own (G shuffles, no reduction chain) and one ballot gives the same
  * mask: ~50 instructions at G = 8 against ~100 per round, 4 rounds, for DeepSeek-V3 (routing_kernel<8> SASS).
- * With a NaN score (a +Inf and a −Inf key in one group's top two) the rounds run as before. */
-template <bool kRank = true>
+ * With a NaN score (a +Inf and a −Inf key in one group's top two) the rounds run as before. kG > 0: the caller
+ * knows G = kG at compile time (route_filtered where register g is group g), so the count is unrolled: no loop
+ * counter, test and branch per group (~20 of DeepSeek-V3's per-token instructions, ncu source counts). */
+template <bool kRank = true, int kG = 0>
 __device__ __forceinline__ uint32_t pick_groups(float score, int32_t G, int32_t topk_group, int lane) {
   const bool real = lane < G;
   const uint32_t nan_groups = __ballot_sync(0xffffffffu, real && isnan(score));
   const uint32_t all_groups = G >= 32 ? 0xffffffffu : ((1u << G) - 1u);
   if (kRank && nan_groups == 0u) {
-    int32_t ahead = 0;
-    for (int32_t h = 0; h < G; ++h) {
+    /* 1 where group h ranks ahead of this lane's group */
+    const auto ahead_of = [&](int32_t h) {
       const float other = __shfl_sync(0xffffffffu, score, h);
-      ahead += (other > score || (other == score && h < lane)) ? 1 : 0;
+      return (other > score || (other == score && h < lane)) ? 1 : 0;
+    };
+    int32_t ahead = 0;
+    if constexpr (kG > 0) {
+#pragma unroll
+      for (int32_t h = 0; h < kG; ++h) ahead += ahead_of(h);
+    } else {
+      for (int32_t h = 0; h < G; ++h) ahead += ahead_of(h);
     }
     return all_groups & ~__ballot_sync(0xffffffffu, real && ahead < topk_group);
   }
@@ -356,12 +373,17 @@ __device__ __forceinline__ float order_float(uint32_t w) {
  * two warp maxima, the second with the lowest lane holding the first left out, so a tie gives both. ±0 order apart
  * here but add to the same group score, as on the exact path (limit_groups). Shared by route_filtered's approximate
  * group scores and pick_close_groups' exact ones. */
-__device__ __forceinline__ void lanes_top2(float key, int lane, uint32_t& first_word, float& second) {
+__device__ __forceinline__ void lanes_top2_words(float key, int lane, uint32_t& first_word, uint32_t& second_word) {
   const uint32_t w = order_word_finite(key);
   const uint32_t m1 = lanes_max(w);
   const bool first_holder = lane == __ffs(__ballot_sync(0xffffffffu, w == m1)) - 1;
   first_word = m1;
-  second = order_float(lanes_max(first_holder ? 0u : w));
+  second_word = lanes_max(first_holder ? 0u : w);
+}
+__device__ __forceinline__ void lanes_top2(float key, int lane, uint32_t& first_word, float& second) {
+  uint32_t second_word;
+  lanes_top2_words(key, lane, first_word, second_word);
+  second = order_float(second_word);
 }
 
 /* DeepSeek-V3's group limiting applies (limit_groups). */
@@ -376,8 +398,9 @@ __host__ __device__ __forceinline__ bool limits_groups(const fp8moe_routing_args
 __host__ __device__ __forceinline__ bool filtered_applies(const fp8moe_routing_args& a) {
   const bool sigmoid_keys = a.method == FP8MOE_ROUTING_DEEPSEEK_V3 || a.method == FP8MOE_ROUTING_SIGMOID ||
                             a.method == FP8MOE_ROUTING_SIGMOID_RENORM;
+  /* E ≥ 2·n_group: groups of at least two experts (E / n_group ≥ 2 without a division per token; n_group > 1 here) */
   return a.filtered && sigmoid_keys && a.E <= 512 &&
-         (!limits_groups(a) || (a.E / a.n_group >= 2 && 2 * a.topk_group >= a.K));
+         (!limits_groups(a) || (a.E >= 2 * a.n_group && 2 * a.topk_group >= a.K));
 }
 
 /* Whether route_token uses its warp's E floats of shared memory (gkey): the group keys of limit_groups, or the
@@ -490,19 +513,17 @@ __device__ __forceinline__ int route_filtered(const fp8moe_routing_args& a, int6
       float score, second; /* group `lane`'s approximate score and second largest key (lane < G) */
       if (group_is_register) {
         /* Register g is group g (DeepSeek-V3's 8 groups of 32): its two largest keys by lanes_top2, without shared
-         * memory. */
-        score = 0.0f;
-        second = 0.0f;
+         * memory; lane g keeps group g's words and converts them once, after the loop (the same values). */
+        uint32_t w1 = 0u, w2 = 0u;
 #pragma unroll
         for (int g = 0; g < PL; ++g) {
-          uint32_t m1;
-          float b2;
-          lanes_top2(ak[g], lane, m1, b2);
-          if (lane == g) {
-            score = order_float(m1) + b2;
-            second = b2;
-          }
+          uint32_t m1, m2;
+          lanes_top2_words(ak[g], lane, m1, m2);
+          w1 = lane == g ? m1 : w1;
+          w2 = lane == g ? m2 : w2;
         }
+        second = lane < PL ? order_float(w2) : 0.0f;
+        score = lane < PL ? order_float(w1) + second : 0.0f;
       } else {
         float b1, b2;
         const int sub = group_top2<PL, false>(a, lane, ak, gkey, b1, b2);
@@ -511,7 +532,9 @@ __device__ __forceinline__ int route_filtered(const fp8moe_routing_args& a, int6
         second = __shfl_sync(0xffffffffu, b2, src);
       }
       const uint32_t all_groups = G >= 32 ? 0xffffffffu : ((1u << G) - 1u);
-      picked = all_groups & ~pick_groups<true>(score, G, a.topk_group, lane); /* scores are finite */
+      /* scores are finite */
+      picked = all_groups & ~(group_is_register ? pick_groups<true, PL>(score, PL, a.topk_group, lane)
+                                                : pick_groups<true>(score, G, a.topk_group, lane));
       const bool mine = (picked >> lane) & 1u, other = lane < G && !mine;
       const float last = order_float(lanes_min(mine ? order_word(score) : 0xFFFFFFFFu));
       const float first_out = order_float(lanes_max(other ? order_word(score) : 0u));
@@ -525,7 +548,9 @@ __device__ __forceinline__ int route_filtered(const fp8moe_routing_args& a, int6
       /* any picked set: each picked group's two largest keys are candidates (fp8moe_rf_candidate_floor) */
       const bool kept = (picked >> lane) & 1u;
       floor = fp8moe_rf_candidate_floor(order_float(lanes_min(kept ? order_word(second) : 0xFFFFFFFFu)), delta);
-      magic = 0xFFFFFFFFu / static_cast<uint32_t>(E / G) + 1u; /* groups of ≥ 2 experts: never 0 */
+      /* groups of ≥ 2 experts: never 0. Where register g is group g the candidates' loop skips unpicked registers
+       * instead (magic stays 0: every expert of a visited register is in its group) and no division runs. */
+      if (!group_is_register) magic = 0xFFFFFFFFu / static_cast<uint32_t>(E / G) + 1u;
       __syncwarp(); /* group_top2's reads of gkey are done: it takes the candidate list */
     } else {
       /* The K-th largest of the lanes' largest keys (a lane without experts offers none: E ≥ K lanes do) */
