@@ -55,7 +55,9 @@ template <int PL, typename V>
 __device__ __forceinline__ void load_lane_typed(const V* p, int64_t stride, int32_t n, int lane, float (&v)[PL]) {
   const V* q = p + lane * stride;
   const int64_t step = 32 * stride;
-  if (n >= 32 * PL) { /* uniform: every register has its element (DeepSeek-V3's E = 256 at PL = 8), no bound tests */
+  /* Uniform: every register has its element (DeepSeek-V3's E = 256 at PL = 8), no bound tests. Not at PL ≥ 16,
+   * where the second copy of the loads made kimi-k2's routing 0.3–0.4 µs slower (E = 384 never takes it). */
+  if (PL <= 8 && n >= 32 * PL) {
 #pragma unroll
     for (int j = 0; j < PL; ++j) {
       v[j] = to_f32(*q);
@@ -532,9 +534,15 @@ __device__ __forceinline__ int route_filtered(const fp8moe_routing_args& a, int6
         second = __shfl_sync(0xffffffffu, b2, src);
       }
       const uint32_t all_groups = G >= 32 ? 0xffffffffu : ((1u << G) - 1u);
-      /* scores are finite */
-      picked = all_groups & ~(group_is_register ? pick_groups<true, PL>(score, PL, a.topk_group, lane)
-                                                : pick_groups<true>(score, G, a.topk_group, lane));
+      /* scores are finite; the unrolled count where register g is group g, up to DeepSeek-V3's 8 groups (a copy of
+       * 16 or more steps would only grow the PL ≥ 16 kernels, whose layouts rarely have a group per register) */
+      uint32_t unpicked;
+      if constexpr (PL <= 8)
+        unpicked = group_is_register ? pick_groups<true, PL>(score, PL, a.topk_group, lane)
+                                     : pick_groups<true>(score, G, a.topk_group, lane);
+      else
+        unpicked = pick_groups<true>(score, G, a.topk_group, lane);
+      picked = all_groups & ~unpicked;
       const bool mine = (picked >> lane) & 1u, other = lane < G && !mine;
       const float last = order_float(lanes_min(mine ? order_word(score) : 0xFFFFFFFFu));
       const float first_out = order_float(lanes_max(other ? order_word(score) : 0u));
