@@ -611,18 +611,20 @@ __device__ __forceinline__ int route_filtered(const fp8moe_routing_args& a, int6
   int32_t my_e = 0;
   float s = 0.0f;
   if (from <= kPhaseTopK) {
-    /* Ties go to the lower index: the list is in index order, so to the lowest lane holding the maximum. */
+    /* Ties go to the lower index: the list is in index order, so to the lowest lane holding the maximum. Lane k
+     * keeps round k's owner; the expert and σ(x) come by one shuffle each after the rounds (ce and sg do not change
+     * in them), not two per round. */
+    int src = 0;
     for (int32_t k = 0; k < a.K; ++k) {
       const uint32_t top = lanes_max(ord);
       const int owner = __ffs(__ballot_sync(0xffffffffu, ord == top)) - 1;
-      const int32_t e = __shfl_sync(0xffffffffu, ce, owner);
-      const float w = __shfl_sync(0xffffffffu, sg, owner);
-      if (lane == k) {
-        my_e = e;
-        s = w;
-      }
+      src = lane == k ? owner : src;
       if (lane == owner) ord = 0u;
     }
+    const int32_t e = __shfl_sync(0xffffffffu, ce, src);
+    const float w = __shfl_sync(0xffffffffu, sg, src);
+    my_e = lane < a.K ? e : 0;
+    s = lane < a.K ? w : 0.0f;
   } else {
     my_e = lane;
     s = static_cast<float>(lane);
