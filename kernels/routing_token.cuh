@@ -72,6 +72,14 @@ __device__ __forceinline__ void load_lane_typed(const V* p, int64_t stride, int3
   }
 }
 
+/* Element off of a logit row or the bias (fp32, bf16 or fp16: the routing contract, as load_lane), as fp32: two dtype
+ * tests instead of kref_at's five-way switch (the filtered path reads each candidate's logit and bias this way). */
+__device__ __forceinline__ float routing_elem(const fp8moe_kref& r, int64_t off) {
+  if (r.dt == FP8MOE_DT_F32) return static_cast<const float*>(r.data)[off];
+  if (r.dt == FP8MOE_DT_BF16) return to_f32(static_cast<const __nv_bfloat16*>(r.data)[off]);
+  return to_f32(static_cast<const __half*>(r.data)[off]);
+}
+
 template <int PL>
 __device__ __forceinline__ void load_lane(const fp8moe_kref& r, int64_t base, int64_t stride, int32_t n, int lane,
                                           float (&v)[PL]) {
@@ -440,9 +448,10 @@ __device__ __forceinline__ uint32_t pick_close_groups(const fp8moe_routing_args&
   for (int g = 0; g < PL; ++g) {
     if (((sure_in | sure_out) >> g) & 1u) continue; /* uniform */
     const int32_t e = lane + 32 * g;
-    float x = from <= kPhaseLoad ? kref_at(a.logits, t, e) : 0.0f; /* finite or +Inf here (route_filtered) */
+    /* finite or +Inf here (route_filtered) */
+    float x = from <= kPhaseLoad ? routing_elem(a.logits, t * a.logits.s[0] + e * a.logits.s[1]) : 0.0f;
     if (x == INFINITY) x = FLT_MAX;
-    const float b = with_bias && from <= kPhaseLoad ? kref_at(a.bias, e) : 0.0f;
+    const float b = with_bias && from <= kPhaseLoad ? routing_elem(a.bias, e * a.bias.s[0]) : 0.0f;
     uint32_t m1; /* the group's two largest exact keys, as route_filtered takes the approximate ones */
     float b2;
     lanes_top2(fp8moe_rm_sigmoid(x) + b, lane, m1, b2);
@@ -595,9 +604,10 @@ __device__ __forceinline__ int route_filtered(const fp8moe_routing_args& a, int6
     __syncwarp();
     if (lane < n) {
       ce = list[lane];
-      float x = from <= kPhaseLoad ? kref_at(a.logits, t, ce) : static_cast<float>(ce);
+      float x = from <= kPhaseLoad ? routing_elem(a.logits, t * a.logits.s[0] + ce * a.logits.s[1])
+                                   : static_cast<float>(ce);
       if (x == INFINITY) x = FLT_MAX;
-      const float b = with_bias && from <= kPhaseLoad ? kref_at(a.bias, ce) : 0.0f;
+      const float b = with_bias && from <= kPhaseLoad ? routing_elem(a.bias, ce * a.bias.s[0]) : 0.0f;
       sg = fp8moe_rm_sigmoid(x);
       ord = order_word(sg + b); /* the exact path's key: σ(x) + bias (+ 0 without one), finite here */
     }
@@ -770,7 +780,8 @@ __device__ __forceinline__ bool route_token(const fp8moe_routing_args& a, int64_
        * functions the keys phase used (fp8moe_rm_sigmoid, the softmax term over m and denom), so the same bits.
        * The warp read that row moments before: an L1 hit. */
       if (lane < a.K) {
-        s = from <= kPhaseLoad ? kref_at(a.logits, t, my_e) : static_cast<float>(my_e);
+        s = from <= kPhaseLoad ? routing_elem(a.logits, t * a.logits.s[0] + my_e * a.logits.s[1])
+                               : static_cast<float>(my_e);
         if (s == INFINITY) s = FLT_MAX;
       }
     } else {
