@@ -379,21 +379,16 @@ __device__ __forceinline__ float order_float(uint32_t w) {
   return __uint_as_float((w & 0x80000000u) ? (w & 0x7FFFFFFFu) : ~w);
 }
 
-/* The two largest of one non-NaN key per lane (a group of 32 held by one register), the first as its order word:
- * two warp maxima, the second with the lowest lane holding the first left out, so a tie gives both. ±0 order apart
- * here but add to the same group score, as on the exact path (limit_groups). Shared by route_filtered's approximate
- * group scores and pick_close_groups' exact ones. */
+/* The two largest of one non-NaN key per lane (a group of 32 held by one register), both as order words (the one
+ * lane that keeps them converts them with order_float): two warp maxima, the second with the lowest lane holding the
+ * first left out, so a tie gives both. ±0 order apart here but add to the same group score, as on the exact path
+ * (limit_groups). Shared by route_filtered's approximate group scores and pick_close_groups' exact ones. */
 __device__ __forceinline__ void lanes_top2_words(float key, int lane, uint32_t& first_word, uint32_t& second_word) {
   const uint32_t w = order_word_finite(key);
   const uint32_t m1 = lanes_max(w);
   const bool first_holder = lane == __ffs(__ballot_sync(0xffffffffu, w == m1)) - 1;
   first_word = m1;
   second_word = lanes_max(first_holder ? 0u : w);
-}
-__device__ __forceinline__ void lanes_top2(float key, int lane, uint32_t& first_word, float& second) {
-  uint32_t second_word;
-  lanes_top2_words(key, lane, first_word, second_word);
-  second = order_float(second_word);
 }
 
 /* DeepSeek-V3's group limiting applies (limit_groups). */
@@ -452,10 +447,9 @@ __device__ __forceinline__ uint32_t pick_close_groups(const fp8moe_routing_args&
     float x = from <= kPhaseLoad ? routing_elem(a.logits, t * a.logits.s[0] + e * a.logits.s[1]) : 0.0f;
     if (x == INFINITY) x = FLT_MAX;
     const float b = with_bias && from <= kPhaseLoad ? routing_elem(a.bias, e * a.bias.s[0]) : 0.0f;
-    uint32_t m1; /* the group's two largest exact keys, as route_filtered takes the approximate ones */
-    float b2;
-    lanes_top2(fp8moe_rm_sigmoid(x) + b, lane, m1, b2);
-    if (lane == g) exact = order_float(m1) + b2;
+    uint32_t m1, m2; /* the group's two largest exact keys, as route_filtered takes the approximate ones */
+    lanes_top2_words(fp8moe_rm_sigmoid(x) + b, lane, m1, m2);
+    if (lane == g) exact = order_float(m1) + order_float(m2);
   }
   return ((1u << PL) - 1u) & ~pick_groups<true>(exact, PL, a.topk_group, lane);
 }
@@ -523,8 +517,8 @@ __device__ __forceinline__ int route_filtered(const fp8moe_routing_args& a, int6
     if (limits_groups(a)) {
       float score, second; /* group `lane`'s approximate score and second largest key (lane < G) */
       if (group_is_register) {
-        /* Register g is group g (DeepSeek-V3's 8 groups of 32): its two largest keys by lanes_top2, without shared
-         * memory; lane g keeps group g's words and converts them once, after the loop (the same values). */
+        /* Register g is group g (DeepSeek-V3's 8 groups of 32): its two largest keys by lanes_top2_words, without
+         * shared memory; lane g keeps group g's words and converts them once, after the loop (the same values). */
         uint32_t w1 = 0u, w2 = 0u;
 #pragma unroll
         for (int g = 0; g < PL; ++g) {
