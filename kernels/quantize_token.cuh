@@ -15,6 +15,11 @@ __device__ __forceinline__ uint2 load_raw4(const fp8moe_quantize_input_args& a, 
   return *reinterpret_cast<const uint2*>(static_cast<const uint16_t*>(a.hidden.data) + t * a.hidden.s[0] + i);
 }
 
+/* Eight consecutive elements (16 bytes: i a multiple of 8, rows 16-byte aligned by the contract). */
+__device__ __forceinline__ uint4 load_raw8(const fp8moe_quantize_input_args& a, int64_t t, int64_t i) {
+  return *reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(a.hidden.data) + t * a.hidden.s[0] + i);
+}
+
 __device__ __forceinline__ float4 widen4(uint2 v, int32_t dt) {
   float4 r;
   if (dt == FP8MOE_DT_BF16) {
@@ -99,24 +104,36 @@ template <int THREADS>
 __device__ __forceinline__ void quantize_token(const fp8moe_quantize_input_args& a, int64_t t, float wt) {
   uint32_t* out = reinterpret_cast<uint32_t*>(a.xq + t * a.H);
   if (a.mode == FP8MOE_ACTQ_GROUP128) {
+    /* A half-warp per 1×128 group, 8 elements (one 16-byte load) per lane: a warp encodes two groups per step, so
+     * the group's maximum takes 4 shuffle steps for two groups and the scale's division runs once per two groups.
+     * The maximum is exact in any order, so the scales and codes are those of a warp per group. Half h of warp w
+     * takes groups 2w + h, 2w + h + 2·warps, …; the loop runs on the warp's first group, so both halves stay in it
+     * for the shuffles and the half past the last group (odd H / 128) computes on zeros and stores nothing. */
     constexpr int kWarps = THREADS / 32;
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int warp = threadIdx.x / 32, half = (threadIdx.x / 16) % 2, hl = threadIdx.x % 16;
     const int64_t groups = a.H / 128;
-    for (int64_t g0 = warp; g0 < groups; g0 += kQuantBatch * kWarps) {
-      uint2 raw[kQuantBatch];
+    for (int64_t w0 = 2 * warp; w0 < groups; w0 += kQuantBatch * 2 * kWarps) {
+      uint4 raw[kQuantBatch];
 #pragma unroll
       for (int b = 0; b < kQuantBatch; ++b) {
-        const int64_t g = g0 + b * kWarps;
-        raw[b] = g < groups ? load_raw4(a, t, g * 128 + lane * 4) : make_uint2(0u, 0u);
+        const int64_t g = w0 + b * 2 * kWarps + half;
+        raw[b] = g < groups ? load_raw8(a, t, g * 128 + hl * 8) : make_uint4(0u, 0u, 0u, 0u);
       }
 #pragma unroll
       for (int b = 0; b < kQuantBatch; ++b) {
-        const int64_t g = g0 + b * kWarps; /* warp-uniform */
-        if (g >= groups) break;
-        const float4 v = scaled4(a, raw[b], wt);
-        const float s = dynamic_scale(warp_max(amax4(v)));
-        out[g * 32 + lane] = quant4(v, encode_scale(s));
-        if (lane == 0) a.xs[t * groups + g] = s;
+        if (w0 + b * 2 * kWarps >= groups) break; /* warp-uniform */
+        const int64_t g = w0 + b * 2 * kWarps + half;
+        const float4 lo = scaled4(a, make_uint2(raw[b].x, raw[b].y), wt);
+        const float4 hi = scaled4(a, make_uint2(raw[b].z, raw[b].w), wt);
+        float m = fmaxf(amax4(lo), amax4(hi));
+#pragma unroll
+        for (int o = 8; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o)); /* within the half */
+        const float s = dynamic_scale(m);
+        const EncodeScale q = encode_scale(s);
+        if (g < groups) {
+          reinterpret_cast<uint2*>(out)[g * 16 + hl] = make_uint2(quant4(lo, q), quant4(hi, q));
+          if (hl == 0) a.xs[t * groups + g] = s;
+        }
       }
     }
     return;

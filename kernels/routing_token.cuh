@@ -72,6 +72,14 @@ __device__ __forceinline__ void load_lane_typed(const V* p, int64_t stride, int3
   }
 }
 
+/* Element off of a logit row or the bias (fp32, bf16 or fp16: the routing contract, as load_lane), as fp32: two dtype
+ * tests instead of kref_at's five-way switch (the filtered path reads each candidate's logit and bias this way). */
+__device__ __forceinline__ float routing_elem(const fp8moe_kref& r, int64_t off) {
+  if (r.dt == FP8MOE_DT_F32) return static_cast<const float*>(r.data)[off];
+  if (r.dt == FP8MOE_DT_BF16) return to_f32(static_cast<const __nv_bfloat16*>(r.data)[off]);
+  return to_f32(static_cast<const __half*>(r.data)[off]);
+}
+
 template <int PL>
 __device__ __forceinline__ void load_lane(const fp8moe_kref& r, int64_t base, int64_t stride, int32_t n, int lane,
                                           float (&v)[PL]) {
@@ -371,21 +379,16 @@ __device__ __forceinline__ float order_float(uint32_t w) {
   return __uint_as_float((w & 0x80000000u) ? (w & 0x7FFFFFFFu) : ~w);
 }
 
-/* The two largest of one non-NaN key per lane (a group of 32 held by one register), the first as its order word:
- * two warp maxima, the second with the lowest lane holding the first left out, so a tie gives both. ±0 order apart
- * here but add to the same group score, as on the exact path (limit_groups). Shared by route_filtered's approximate
- * group scores and pick_close_groups' exact ones. */
+/* The two largest of one non-NaN key per lane (a group of 32 held by one register), both as order words (the one
+ * lane that keeps them converts them with order_float): two warp maxima, the second with the lowest lane holding the
+ * first left out, so a tie gives both. ±0 order apart here but add to the same group score, as on the exact path
+ * (limit_groups). Shared by route_filtered's approximate group scores and pick_close_groups' exact ones. */
 __device__ __forceinline__ void lanes_top2_words(float key, int lane, uint32_t& first_word, uint32_t& second_word) {
   const uint32_t w = order_word_finite(key);
   const uint32_t m1 = lanes_max(w);
   const bool first_holder = lane == __ffs(__ballot_sync(0xffffffffu, w == m1)) - 1;
   first_word = m1;
   second_word = lanes_max(first_holder ? 0u : w);
-}
-__device__ __forceinline__ void lanes_top2(float key, int lane, uint32_t& first_word, float& second) {
-  uint32_t second_word;
-  lanes_top2_words(key, lane, first_word, second_word);
-  second = order_float(second_word);
 }
 
 /* DeepSeek-V3's group limiting applies (limit_groups). */
@@ -440,13 +443,13 @@ __device__ __forceinline__ uint32_t pick_close_groups(const fp8moe_routing_args&
   for (int g = 0; g < PL; ++g) {
     if (((sure_in | sure_out) >> g) & 1u) continue; /* uniform */
     const int32_t e = lane + 32 * g;
-    float x = from <= kPhaseLoad ? kref_at(a.logits, t, e) : 0.0f; /* finite or +Inf here (route_filtered) */
+    /* finite or +Inf here (route_filtered) */
+    float x = from <= kPhaseLoad ? routing_elem(a.logits, t * a.logits.s[0] + e * a.logits.s[1]) : 0.0f;
     if (x == INFINITY) x = FLT_MAX;
-    const float b = with_bias && from <= kPhaseLoad ? kref_at(a.bias, e) : 0.0f;
-    uint32_t m1; /* the group's two largest exact keys, as route_filtered takes the approximate ones */
-    float b2;
-    lanes_top2(fp8moe_rm_sigmoid(x) + b, lane, m1, b2);
-    if (lane == g) exact = order_float(m1) + b2;
+    const float b = with_bias && from <= kPhaseLoad ? routing_elem(a.bias, e * a.bias.s[0]) : 0.0f;
+    uint32_t m1, m2; /* the group's two largest exact keys, as route_filtered takes the approximate ones */
+    lanes_top2_words(fp8moe_rm_sigmoid(x) + b, lane, m1, m2);
+    if (lane == g) exact = order_float(m1) + order_float(m2);
   }
   return ((1u << PL) - 1u) & ~pick_groups<true>(exact, PL, a.topk_group, lane);
 }
@@ -514,8 +517,8 @@ __device__ __forceinline__ int route_filtered(const fp8moe_routing_args& a, int6
     if (limits_groups(a)) {
       float score, second; /* group `lane`'s approximate score and second largest key (lane < G) */
       if (group_is_register) {
-        /* Register g is group g (DeepSeek-V3's 8 groups of 32): its two largest keys by lanes_top2, without shared
-         * memory; lane g keeps group g's words and converts them once, after the loop (the same values). */
+        /* Register g is group g (DeepSeek-V3's 8 groups of 32): its two largest keys by lanes_top2_words, without
+         * shared memory; lane g keeps group g's words and converts them once, after the loop (the same values). */
         uint32_t w1 = 0u, w2 = 0u;
 #pragma unroll
         for (int g = 0; g < PL; ++g) {
@@ -595,9 +598,10 @@ __device__ __forceinline__ int route_filtered(const fp8moe_routing_args& a, int6
     __syncwarp();
     if (lane < n) {
       ce = list[lane];
-      float x = from <= kPhaseLoad ? kref_at(a.logits, t, ce) : static_cast<float>(ce);
+      float x = from <= kPhaseLoad ? routing_elem(a.logits, t * a.logits.s[0] + ce * a.logits.s[1])
+                                   : static_cast<float>(ce);
       if (x == INFINITY) x = FLT_MAX;
-      const float b = with_bias && from <= kPhaseLoad ? kref_at(a.bias, ce) : 0.0f;
+      const float b = with_bias && from <= kPhaseLoad ? routing_elem(a.bias, ce * a.bias.s[0]) : 0.0f;
       sg = fp8moe_rm_sigmoid(x);
       ord = order_word(sg + b); /* the exact path's key: σ(x) + bias (+ 0 without one), finite here */
     }
@@ -611,18 +615,20 @@ __device__ __forceinline__ int route_filtered(const fp8moe_routing_args& a, int6
   int32_t my_e = 0;
   float s = 0.0f;
   if (from <= kPhaseTopK) {
-    /* Ties go to the lower index: the list is in index order, so to the lowest lane holding the maximum. */
+    /* Ties go to the lower index: the list is in index order, so to the lowest lane holding the maximum. Lane k
+     * keeps round k's owner; the expert and σ(x) come by one shuffle each after the rounds (ce and sg do not change
+     * in them), not two per round. */
+    int src = 0;
     for (int32_t k = 0; k < a.K; ++k) {
       const uint32_t top = lanes_max(ord);
       const int owner = __ffs(__ballot_sync(0xffffffffu, ord == top)) - 1;
-      const int32_t e = __shfl_sync(0xffffffffu, ce, owner);
-      const float w = __shfl_sync(0xffffffffu, sg, owner);
-      if (lane == k) {
-        my_e = e;
-        s = w;
-      }
+      src = lane == k ? owner : src;
       if (lane == owner) ord = 0u;
     }
+    const int32_t e = __shfl_sync(0xffffffffu, ce, src);
+    const float w = __shfl_sync(0xffffffffu, sg, src);
+    my_e = lane < a.K ? e : 0;
+    s = lane < a.K ? w : 0.0f;
   } else {
     my_e = lane;
     s = static_cast<float>(lane);
@@ -768,7 +774,8 @@ __device__ __forceinline__ bool route_token(const fp8moe_routing_args& a, int64_
        * functions the keys phase used (fp8moe_rm_sigmoid, the softmax term over m and denom), so the same bits.
        * The warp read that row moments before: an L1 hit. */
       if (lane < a.K) {
-        s = from <= kPhaseLoad ? kref_at(a.logits, t, my_e) : static_cast<float>(my_e);
+        s = from <= kPhaseLoad ? routing_elem(a.logits, t * a.logits.s[0] + my_e * a.logits.s[1])
+                               : static_cast<float>(my_e);
         if (s == INFINITY) s = FLT_MAX;
       }
     } else {
