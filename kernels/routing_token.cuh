@@ -80,6 +80,14 @@ __device__ __forceinline__ float routing_elem(const fp8moe_kref& r, int64_t off)
   return to_f32(static_cast<const __half*>(r.data)[off]);
 }
 
+/* Token t's logit of expert e, and expert e's bias (routing_elem's dtypes and the arguments' strides). */
+__device__ __forceinline__ float routing_logit(const fp8moe_routing_args& a, int64_t t, int32_t e) {
+  return routing_elem(a.logits, t * a.logits.s[0] + e * a.logits.s[1]);
+}
+__device__ __forceinline__ float routing_bias(const fp8moe_routing_args& a, int32_t e) {
+  return routing_elem(a.bias, e * a.bias.s[0]);
+}
+
 template <int PL>
 __device__ __forceinline__ void load_lane(const fp8moe_kref& r, int64_t base, int64_t stride, int32_t n, int lane,
                                           float (&v)[PL]) {
@@ -444,9 +452,9 @@ __device__ __forceinline__ uint32_t pick_close_groups(const fp8moe_routing_args&
     if (((sure_in | sure_out) >> g) & 1u) continue; /* uniform */
     const int32_t e = lane + 32 * g;
     /* finite or +Inf here (route_filtered) */
-    float x = from <= kPhaseLoad ? routing_elem(a.logits, t * a.logits.s[0] + e * a.logits.s[1]) : 0.0f;
+    float x = from <= kPhaseLoad ? routing_logit(a, t, e) : 0.0f;
     if (x == INFINITY) x = FLT_MAX;
-    const float b = with_bias && from <= kPhaseLoad ? routing_elem(a.bias, e * a.bias.s[0]) : 0.0f;
+    const float b = with_bias && from <= kPhaseLoad ? routing_bias(a, e) : 0.0f;
     uint32_t m1, m2; /* the group's two largest exact keys, as route_filtered takes the approximate ones */
     lanes_top2_words(fp8moe_rm_sigmoid(x) + b, lane, m1, m2);
     if (lane == g) exact = order_float(m1) + order_float(m2);
@@ -598,10 +606,9 @@ __device__ __forceinline__ int route_filtered(const fp8moe_routing_args& a, int6
     __syncwarp();
     if (lane < n) {
       ce = list[lane];
-      float x = from <= kPhaseLoad ? routing_elem(a.logits, t * a.logits.s[0] + ce * a.logits.s[1])
-                                   : static_cast<float>(ce);
+      float x = from <= kPhaseLoad ? routing_logit(a, t, ce) : static_cast<float>(ce);
       if (x == INFINITY) x = FLT_MAX;
-      const float b = with_bias && from <= kPhaseLoad ? routing_elem(a.bias, ce * a.bias.s[0]) : 0.0f;
+      const float b = with_bias && from <= kPhaseLoad ? routing_bias(a, ce) : 0.0f;
       sg = fp8moe_rm_sigmoid(x);
       ord = order_word(sg + b); /* the exact path's key: σ(x) + bias (+ 0 without one), finite here */
     }
@@ -774,8 +781,7 @@ __device__ __forceinline__ bool route_token(const fp8moe_routing_args& a, int64_
        * functions the keys phase used (fp8moe_rm_sigmoid, the softmax term over m and denom), so the same bits.
        * The warp read that row moments before: an L1 hit. */
       if (lane < a.K) {
-        s = from <= kPhaseLoad ? routing_elem(a.logits, t * a.logits.s[0] + my_e * a.logits.s[1])
-                               : static_cast<float>(my_e);
+        s = from <= kPhaseLoad ? routing_logit(a, t, my_e) : static_cast<float>(my_e);
         if (s == INFINITY) s = FLT_MAX;
       }
     } else {
