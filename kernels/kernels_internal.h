@@ -243,6 +243,8 @@ typedef struct fp8moe_gemm1_args {
   int32_t stream_pairs;        /* stream kernels only, not with stream_handoff: 1 = units of up to two consecutive
                                   tiles of one expert (N = 32; the plan's where an expert can hold more than one
                                   tile; the launcher keeps single tiles past its list's capacity) */
+  int32_t stream_align;        /* stream kernels only: 1 = the expert-aligned split where an expert's rows fill
+                                  more than one unit list entry (fp8moe_cuda_plan_stream_align; stream_split.h) */
 } fp8moe_gemm1_args;
 int fp8moe_launch_gemm1(const fp8moe_gemm1_args* a, cudaStream_t stream);
 /* sm_90a: needs tile_m 64, w 16-byte aligned with strides multiples of 16, a->tma_encode; encodes the weight
@@ -306,6 +308,7 @@ typedef struct fp8moe_gemm2_args {
   uint32_t* stream_counters;
   int32_t stream_handoff;      /* stream kernels only, as GEMM1 */
   int32_t stream_pairs;        /* stream kernels only, as GEMM1 */
+  int32_t stream_align;        /* stream kernels only, as GEMM1 */
 } fp8moe_gemm2_args;
 int fp8moe_launch_gemm2(const fp8moe_gemm2_args* a, cudaStream_t stream);
 int fp8moe_prepare_gemm2(void); /* as fp8moe_prepare_gemm1 */

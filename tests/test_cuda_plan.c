@@ -305,6 +305,13 @@ static void sm90_variants(void) {
   EXPECT(fp8moe_cuda_plan_context_sm90_variant().stream_handoff == 1, "FALLBACK without h: the stream handoff");
   EXPECT(fp8moe_cuda_plan_context_sm90_variant().stream_pairs == 1,
          "FALLBACK without b: the stream units of two tiles");
+  EXPECT(fp8moe_cuda_plan_context_sm90_variant().stream_align == 1, "FALLBACK without 3: the expert-aligned split");
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "3", 1);
+  EXPECT(variant_is(overlap, grouped, grouped) && clusters_are(0) &&
+             fp8moe_cuda_plan_context_sm90_variant().stream_handoff == 1 &&
+             fp8moe_cuda_plan_context_sm90_variant().stream_pairs == 1 &&
+             fp8moe_cuda_plan_context_sm90_variant().stream_align == 0,
+         "FALLBACK=3: the stream GEMMs without the expert-aligned split, nothing else changed");
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "h", 1);
   EXPECT(variant_is(overlap, grouped, grouped) && clusters_are(0) &&
              fp8moe_cuda_plan_context_sm90_variant().gemm1_claim == 1 &&
@@ -1088,6 +1095,15 @@ static void stream_handoff_rule(void) {
 
 /* Units of two tiles (fp8moe_cuda_plan_stream_pairs): only where one expert can be routed more than a tile's
  * 16 rows, i.e. T > 16 (a token routes to an expert at most once), and on the shapes measured to gain. */
+/* The expert-aligned split (fp8moe_cuda_plan_stream_align): only where an expert can hold more than one tile. */
+static void stream_align_rule(void) {
+  const fp8moe_problem at = problem(16, 5120, 8192, 16, 1, 0x10000), past = problem(17, 5120, 8192, 16, 1, 0x10000),
+                       skewed = problem(128, 5120, 8192, 16, 1, 0x10000);
+  EXPECT(!fp8moe_cuda_plan_stream_align(&at, 1) && fp8moe_cuda_plan_stream_align(&past, 1) &&
+             fp8moe_cuda_plan_stream_align(&skewed, 1) && !fp8moe_cuda_plan_stream_align(&skewed, 0),
+         "the expert-aligned split from T = 17 (an expert holds at most T rows), never in mode 0");
+}
+
 static void stream_pairs_rule(void) {
   static const struct {
     int64_t T, H, I;
@@ -1183,6 +1199,7 @@ int main(void) {
   gemm1_pairs();
   stream_handoff_rule();
   stream_pairs_rule();
+  stream_align_rule();
   size_rule();
   gemm2_pairs();
   pair_lists();

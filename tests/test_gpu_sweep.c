@@ -422,6 +422,16 @@ static void route_tile_edges(pg_problem* p) {
   }
 }
 
+/* (g)'s routing (T = 96, K = 2): slot 0 of every token on expert 7 (six tiles), slot 1 of token t on expert
+ * 8 + t % 4 (24 rows: two tiles each). */
+static void route_experts_many_tiles(pg_problem* p) {
+  const pg_config* c = &p->cfg;
+  for (int64_t t = 0; t < c->T; ++t) {
+    pg_set(p->topk_ids, c->ids_dtype, t * c->K, 7.0);
+    pg_set(p->topk_ids, c->ids_dtype, t * c->K + 1, (double)(8 + t % 4));
+  }
+}
+
 static void decode_rows_on(suite* s, const char* tag) {
   static const int32_t formats[] = {FP8MOE_QUANT_FP8_PER_TENSOR, FP8MOE_QUANT_FP8_BLOCK128,
                                     FP8MOE_QUANT_FP8_PER_CHANNEL};
@@ -495,6 +505,17 @@ static void decode_rows_on(suite* s, const char* tag) {
     c.gate_up_order = f % 2 ? FP8MOE_GATE_UP_UP_FIRST : FP8MOE_GATE_UP_GATE_FIRST;
     c.seed = 7500 + (uint64_t)f;
     generate_and_compare(s, &c, tag);
+  }
+  /* (g) experts holding several tiles (SMALL: 192 rows over 16 experts, T > 16): 14 tiles of 5 experts, more units
+   * than CTAs in both GEMMs on 132 CTAs (GEMM1 14 × 20 groups, GEMM2 14 × 10 column units), so the stream GEMMs
+   * take the expert-aligned split (9 CTAs a tile), and with units of two tiles (FALLBACK=l: 7 entries) GEMM1 does
+   * (kernels/gemm/stream_split.h). */
+  for (size_t f = 0; f < sizeof formats / sizeof formats[0]; ++f) {
+    if (s->quick && f != 1) continue;
+    pg_config c;
+    pg_config_init(&c, FP8MOE_ROUTING_PRECOMPUTED, formats[f], 96, 2560, 2560, 16, 2);
+    c.seed = 7600 + (uint64_t)f;
+    generate_routed_and_compare(s, &c, tag, route_experts_many_tiles);
   }
 }
 

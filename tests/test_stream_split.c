@@ -27,6 +27,26 @@ static int aligned_holds(int64_t U, int64_t KB, int64_t grid, int64_t G) {
   return bad;
 }
 
+/* The expert-aligned count (fp8moe_split_ctas_tiles) for `tiles` entries of `per_tile` iterations each, of
+ * `experts` experts (units ≥ grid): 0 exactly where the rule says no (more entries than CTAs, no expert with two
+ * entries, or tiles·G < 1.1·experts·grid), else a multiple of the entries within the grid, each entry's CTAs
+ * starting at the same offsets inside their entries as entry 0's (so the entries of one expert read the same
+ * weight blocks at the same time), and the split rules hold over the units. */
+static int tiles_holds(int64_t tiles, int64_t col_units, int64_t KB, int64_t grid, int64_t experts, int* taken) {
+  const int64_t per_tile = col_units * KB, G = fp8moe_split_ctas_tiles(grid, tiles, per_tile, experts);
+  const int64_t s = tiles <= grid ? (grid / tiles < per_tile ? grid / tiles : per_tile) : 0;
+  const int pays = tiles <= grid && experts < tiles && 10 * tiles * tiles * s >= 11 * experts * grid;
+  if (G == 0) return pays;
+  ++*taken;
+  int bad = !pays;
+  if (G != tiles * s || G > grid) ++bad;
+  const int64_t W = tiles * per_tile;
+  for (int64_t t = 0; t < tiles; ++t)
+    for (int64_t i = 0; i <= s; ++i)
+      if (fp8moe_split_begin(t * s + i, W, G) - t * per_tile != fp8moe_split_begin(i, W, G)) ++bad;
+  return bad + stream_split_rules_bad(tiles * col_units, KB, G);
+}
+
 int main(void) {
   const int64_t units[] = {1, 2, 7, 32, 48, 64, 66, 67, 128, 131, 132, 133, 224, 1000};
   const int64_t kblocks[] = {1, 2, 3, 6, 16, 56, 112};
@@ -51,6 +71,26 @@ int main(void) {
   EXPECT(bad == 0, "unit-aligned split: %d inconsistencies", bad);
   EXPECT(aligned > 100, "the aligned branch ran for %d shapes only", aligned);
   EXPECT(fp8moe_split_ctas_units(132, 0, 56) == 0 && fp8moe_split_ctas_units(132, 8, 0) == 0, "no work: no CTA");
+  int tiles_bad = 0, tiles_taken = 0;
+  const int64_t tile_counts[] = {1, 2, 3, 9, 13, 33, 34, 44, 45, 99, 100, 132, 133};
+  const int64_t col_counts[] = {1, 2, 6, 20, 64};
+  for (size_t a = 0; a < sizeof tile_counts / sizeof tile_counts[0]; ++a)
+    for (size_t b = 0; b < sizeof col_counts / sizeof col_counts[0]; ++b)
+      for (size_t k = 0; k < sizeof kblocks / sizeof kblocks[0]; ++k)
+        for (size_t c = 0; c < sizeof grids / sizeof grids[0]; ++c)
+          for (int64_t experts = 1; experts <= tile_counts[a]; experts += 1 + tile_counts[a] / 7)
+            if (tile_counts[a] * col_counts[b] >= grids[c]) /* the kernels ask only there */
+              tiles_bad += tiles_holds(tile_counts[a], col_counts[b], kblocks[k], grids[c], experts, &tiles_taken);
+  EXPECT(tiles_bad == 0, "expert-aligned split: %d inconsistencies", tiles_bad);
+  EXPECT(tiles_taken > 200, "the expert-aligned count was taken for %d shapes only", tiles_taken);
+  /* The points of docs/GPU.md "Experts routed more than a unit" on 132 CTAs: llama4-scout skewed T = 128 (10 tiles
+   * of 3 experts, GEMM1 64 groups × 40 blocks) on 130; glm-4.5-air T = 128 (115 of 88, 11 × 32) on 115;
+   * deepseek-v3 skewed T = 128 (99 pairs of 82, 16 × 56: measured 11 % slower so) and one expert a tile: none. */
+  EXPECT(fp8moe_split_ctas_tiles(132, 10, 64 * 40, 3) == 130, "llama4-scout skewed T = 128: 130 CTAs");
+  EXPECT(fp8moe_split_ctas_tiles(132, 115, 11 * 32, 88) == 115, "glm-4.5-air T = 128: 115 CTAs");
+  EXPECT(fp8moe_split_ctas_tiles(132, 99, 16 * 56, 82) == 0 && fp8moe_split_ctas_tiles(132, 40, 64 * 40, 40) == 0 &&
+             fp8moe_split_ctas_tiles(132, 133, 64 * 40, 3) == 0 && fp8moe_split_ctas_tiles(132, 0, 40, 1) == 0,
+         "no aligned split where it does not pay, where no expert holds two entries, past the grid, without work");
   /* The shapes of docs/GPU.md's prediction on 132 CTAs (T = 1): deepseek-v3 GEMM1 8 tiles × 16 groups → one
    * unit per CTA; GEMM2 8 × 28 → stream-K; qwen3-30b-a3b GEMM1 8 × 6 (16 blocks) → halves; GEMM2 8 × 8
    * (6 blocks) → halves; mixtral-8x7b GEMM1 2 × 112 → stream-K; GEMM2 2 × 16 (112 blocks) → quarters. */

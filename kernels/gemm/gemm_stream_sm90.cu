@@ -27,7 +27,10 @@
  *    stored) — tile
  *    fastest, each unit kblocks = K/128 iterations; the iterations are split evenly over the grid
  *    (stream-K, stream_split.h): no wave quantization; with fewer units than CTAs, over a multiple of the
- *    units instead, so that each CTA holds one piece of one unit (no fixup in the middle of a range). A unit
+ *    units instead, so that each CTA holds one piece of one unit (no fixup in the middle of a range); where
+ *    an expert's rows fill several tiles (T > 16) and that pays, column unit fastest over a multiple of the
+ *    tiles, so that the tiles of one expert stream the same weight blocks side by side (the expert-aligned
+ *    split: fp8moe_split_ctas_tiles; docs/GPU.md "Experts routed more than a unit"). A unit
  *    cut between CTAs is finished deterministically: each segment stores its fp32 partial tile in the
  *    workspace and bumps the unit's counter; the last arriver sums the segments in K order (CTA order, its
  *    own from registers), runs the epilogue and puts the counter back to 0 (the counters are also zeroed
@@ -115,26 +118,45 @@ static_assert(smem_bytes<false>() <= 232448 && smem_bytes<true>() <= 232448, "wi
 
 #if FP8MOE_SM90A
 /* What every thread of a CTA derives identically: the work, this CTA's iteration range. tiles counts the units
- * of one column group: tiles, or with PAIRS the entries of the unit list. */
+ * of one column group: tiles, or with PAIRS the entries of the unit list. Unit u is entry u % tiles of column
+ * unit u / tiles (entry fastest), or where tile_major entry u / col_units of column unit u % col_units. */
 struct Range {
   int32_t tiles, col_units, kblocks;
+  bool tile_major;
   int64_t work, ctas, begin, end;
 };
 
-__device__ __forceinline__ Range range_of(int32_t tiles, int32_t col_units, int32_t kblocks) {
+/* experts: how many experts the entries belong to (experts_of_entries; = tiles where not counted); with fewer
+ * experts than entries and at least as many units as CTAs, the expert-aligned split where it pays
+ * (fp8moe_split_ctas_tiles). */
+__device__ __forceinline__ Range range_of(int32_t tiles, int32_t col_units, int32_t kblocks, int32_t experts) {
   Range r;
   r.tiles = tiles;
   r.col_units = col_units;
   r.kblocks = kblocks;
   const int64_t units = static_cast<int64_t>(tiles > 0 ? tiles : 0) * col_units;
   r.work = units * kblocks;
-  r.ctas = fp8moe_split_ctas_units(gridDim.x, units, kblocks); /* unit-aligned below one unit per CTA */
+  const int64_t aligned = units >= static_cast<int64_t>(gridDim.x)
+                              ? fp8moe_split_ctas_tiles(gridDim.x, tiles, static_cast<int64_t>(col_units) * kblocks,
+                                                        experts)
+                              : 0;
+  r.tile_major = aligned > 0;
+  /* unit-aligned below one unit per CTA (entry fastest: an expert's entries already run side by side there) */
+  r.ctas = aligned > 0 ? aligned : fp8moe_split_ctas_units(gridDim.x, units, kblocks);
   r.begin = r.end = 0;
   if (static_cast<int64_t>(blockIdx.x) < r.ctas) {
     r.begin = fp8moe_split_begin(blockIdx.x, r.work, r.ctas);
     r.end = fp8moe_split_begin(static_cast<int64_t>(blockIdx.x) + 1, r.work, r.ctas);
   }
   return r;
+}
+
+/* Unit u's entry of the unit list (tile, or PAIRS list entry) and its column unit. */
+__device__ __forceinline__ int32_t unit_entry(const Range& rg, int64_t u) {
+  return static_cast<int32_t>(rg.tile_major ? u / rg.col_units : u % rg.tiles);
+}
+__device__ __forceinline__ int32_t unit_col(const Range& rg, int64_t u) {
+  return static_cast<int32_t>(rg.tile_major ? u % rg.col_units : u / rg.tiles);
 }
 
 using sm90::desc_sw128;
@@ -202,6 +224,20 @@ __device__ int32_t build_groups(SM& sm, const int32_t* tile_expert, int32_t tile
   return base;
 }
 
+/* By every thread of the CTA (it synchronizes the CTA), where the launcher asks (stream_align: T > 16, where an
+ * expert can hold more rows than a tile): the experts among `tiles` expert-sorted tiles, counted only where their
+ * `entries` list entries (tiles, or PAIRS pairs of tiles) are at most the grid (fp8moe_split_ctas_tiles takes no
+ * more); otherwise `entries` (no expert shares). tile_expert is read at gpu scope, as build_groups reads it (GEMM2
+ * asks before griddepcontrol.wait). */
+__device__ int32_t experts_of_entries(const int32_t* tile_expert, int32_t tiles, int32_t entries) {
+  int first = 0;
+  if (entries <= static_cast<int32_t>(gridDim.x))
+    for (int32_t t = static_cast<int32_t>(threadIdx.x); t < tiles; t += static_cast<int32_t>(blockDim.x))
+      first += t == 0 || ld_relaxed(tile_expert + t) != ld_relaxed(tile_expert + t - 1);
+  const int32_t experts = __syncthreads_count(first);
+  return entries <= static_cast<int32_t>(gridDim.x) ? experts : entries;
+}
+
 /* An L2 prefetch of element (i0, i1) of a scale tensor: a hint only, so a scale that a unit's epilogue reads
  * after its last stage is not a DRAM round trip then (weights and their scales are cold at decode). */
 __device__ __forceinline__ void prefetch_l2(const fp8moe_kref& r, int64_t i0, int64_t i1) {
@@ -254,7 +290,7 @@ __device__ __forceinline__ void walk_units(const SM& sm, const Range& rg, const 
   const int lane = threadIdx.x % 32;
   int32_t e_next = 0, slot_next = -1;
   auto fetch = [&](int64_t i) { /* the unit of iteration i */
-    const Group gp = group_at<PAIRS>(sm, static_cast<int32_t>((i / rg.kblocks) % rg.tiles));
+    const Group gp = group_at<PAIRS>(sm, unit_entry(rg, i / rg.kblocks));
     e_next = tile_expert[gp.tile0];
     slot_next = lane < gp.rows ? sorted_slots[static_cast<int64_t>(gp.tile0) * kRows + lane] : -1;
   };
@@ -262,8 +298,8 @@ __device__ __forceinline__ void walk_units(const SM& sm, const Range& rg, const 
   uint32_t it = 0, j = 0;
   for (int64_t i = rg.begin; i < rg.end; ++j) {
     const int64_t u = i / rg.kblocks;
-    const Group gp = group_at<PAIRS>(sm, static_cast<int32_t>(u % rg.tiles));
-    const int32_t n0 = static_cast<int32_t>(u / rg.tiles) * UNIT_ROWS;
+    const Group gp = group_at<PAIRS>(sm, unit_entry(rg, u));
+    const int32_t n0 = unit_col(rg, u) * UNIT_ROWS;
     const fp8moe_split_segment seg = fp8moe_split_segment_of(u, rg.kblocks, rg.begin, rg.end, rg.work, rg.ctas);
     const int64_t row0 = static_cast<int64_t>(gp.tile0) * kRows;
     TileRows tr;
@@ -446,8 +482,8 @@ __device__ __forceinline__ void produce1(const fp8moe_gemm1_args& a, const CUten
   uint32_t it = 0;
   for (int64_t i = rg.begin; i < rg.end;) {
     const int64_t u = i / rg.kblocks;
-    const Group gp = group_at<PAIRS>(sm, static_cast<int32_t>(u % rg.tiles));
-    const int32_t n0 = static_cast<int32_t>(u / rg.tiles) * kBox;
+    const Group gp = group_at<PAIRS>(sm, unit_entry(rg, u));
+    const int32_t n0 = unit_col(rg, u) * kBox;
     const int32_t e = a.tile_expert[gp.tile0];
     const bool copy = !PAIRS || r < gp.rows;
     const int32_t slot = copy ? a.sorted_slots[static_cast<int64_t>(gp.tile0) * kRows + r] : -1;
@@ -491,7 +527,7 @@ __device__ __forceinline__ void produce2(const fp8moe_gemm2_args& a, const CUten
   auto x_box = [&](uint32_t pos, int64_t i) {
     const int64_t u = i / rg.kblocks;
     const int kb = static_cast<int>(i - u * rg.kblocks);
-    const Group gp = group_at<PAIRS>(sm, static_cast<int32_t>(u % rg.tiles));
+    const Group gp = group_at<PAIRS>(sm, unit_entry(rg, u));
     const int s = static_cast<int>(pos % kStages);
     sm90::tma_load_2d(sm.st[s].x, &map_x, &sm.full[s], kb * kBK, gp.tile0 * kRows);
   };
@@ -504,8 +540,8 @@ __device__ __forceinline__ void produce2(const fp8moe_gemm2_args& a, const CUten
     }
     const int64_t u = i / rg.kblocks;
     const int kb = static_cast<int>(i - u * rg.kblocks);
-    const Group gp = group_at<PAIRS>(sm, static_cast<int32_t>(u % rg.tiles));
-    const int32_t n0 = static_cast<int32_t>(u / rg.tiles) * kUnitRows;
+    const Group gp = group_at<PAIRS>(sm, unit_entry(rg, u));
+    const int32_t n0 = unit_col(rg, u) * kUnitRows;
     const int32_t e = ld_relaxed(a.tile_expert + gp.tile0);
     const int s = static_cast<int>(it % kStages);
     mbar_wait(&sm.empty[s], ((it / kStages) & 1u) ^ 1u);
@@ -684,9 +720,11 @@ __global__ void __launch_bounds__(block_threads<HANDOFF>(), 1)
   __syncthreads();
   wait_prior(); /* x, its scales and the expert-sorted rows come from the kernels before */
   allow_next();
-  int32_t units = *a.num_tiles; /* per column group */
+  const int32_t tiles = *a.num_tiles;
+  int32_t units = tiles; /* per column group */
   if constexpr (PAIRS) units = build_groups(sm, a.tile_expert, units);
-  const Range rg = range_of(units, a.I / kBox, a.H / kBK);
+  const int32_t experts = a.stream_align != 0 ? experts_of_entries(a.tile_expert, tiles, units) : units;
+  const Range rg = range_of(units, a.I / kBox, a.H / kBK, experts);
   if (rg.begin >= rg.end) return;
   if (threadIdx.x >= kProducer) {
     produce1<PAIRS>(a, map_w, sm, rg);
@@ -823,20 +861,22 @@ __global__ void __launch_bounds__(block_threads<HANDOFF>(), 1)
   constexpr int kProducer = producer_thread<HANDOFF>();
   const int32_t col_units = (a.H + kUnitRows - 1) / kUnitRows, kblocks = a.I / kBK;
   /* PAIRS: the unit list, from the tile list as the producer reads it before the wait (file comment) */
-  int32_t units = 0;
-  if constexpr (PAIRS) units = build_groups(sm, a.tile_expert, ld_relaxed(a.num_tiles));
+  const int32_t tiles = ld_relaxed(a.num_tiles);
+  int32_t units = tiles;
+  if constexpr (PAIRS) units = build_groups(sm, a.tile_expert, tiles);
+  const int32_t experts = a.stream_align != 0 ? experts_of_entries(a.tile_expert, tiles, units) : units;
   if (threadIdx.x >= kProducer) {
     if (threadIdx.x == kProducer) {
       prefetch_map(&map_w);
       prefetch_map(&map_x);
-      const Range rg = range_of(PAIRS ? units : ld_relaxed(a.num_tiles), col_units, kblocks);
+      const Range rg = range_of(units, col_units, kblocks, experts);
       produce2<PAIRS>(a, map_w, map_x, sm, rg);
     }
     return;
   }
   wait_prior(); /* a2q, its scales come from GEMM1 (or the row quantization); counters and partials are free */
   allow_next();
-  const Range rg = range_of(PAIRS ? units : *a.num_tiles, col_units, kblocks);
+  const Range rg = range_of(units, col_units, kblocks, experts); /* the tile list was final before the wait */
   if (threadIdx.x < kConsumers) {
     walk_units<kUnitRows, HANDOFF, PAIRS>(sm, rg, a.sorted_slots, a.tile_expert,
                           [&](const fp8moe_split_segment& seg, uint32_t& it, uint32_t j, int32_t e, int64_t row0,

@@ -202,7 +202,7 @@ int fp8moe_cuda_plan_stream_workspace(int32_t cc, const fp8moe_problem* p) {
 /* The 128-row GEMM1's 2-CTA clusters ("e": W13 boxes multicast to the two pair items of one column block and
  * expert, docs/GPU.md "2-CTA pair clusters") are off until they have run on a GPU. */
 static const fp8moe_sm90_variant k_sm90_default = {FP8MOE_SM90_LOOP_OVERLAP, FP8MOE_SM90_ORDER_GROUPED,
-                                                   FP8MOE_SM90_ORDER_GROUPED, 0, 0, 1, 1, 1, 1, 0};
+                                                   FP8MOE_SM90_ORDER_GROUPED, 0, 0, 1, 1, 1, 1, 0, 1};
 
 fp8moe_sm90_variant fp8moe_cuda_plan_context_sm90_variant(void) {
   fp8moe_sm90_variant v = k_sm90_default;
@@ -223,6 +223,7 @@ fp8moe_sm90_variant fp8moe_cuda_plan_context_sm90_variant(void) {
   if (strchr(sw, 'h') != NULL) v.stream_handoff = 0;
   if (strchr(sw, 'l') != NULL) v.stream_pairs = 2; /* the size rules off: wherever an expert can hold two tiles */
   if (strchr(sw, 'b') != NULL) v.stream_pairs = 0;
+  if (strchr(sw, '3') != NULL) v.stream_align = 0;
   return v;
 }
 
@@ -337,6 +338,10 @@ static int stream_pays(const fp8moe_problem* p, int32_t sm_count) {
 int32_t fp8moe_cuda_plan_stream_pairs(const fp8moe_problem* p, int32_t mode) {
   if (mode == 0 || p->T <= FP8MOE_GEMM_TILE_M_SMALL) return 0;
   return mode == 2 || (p->H >= FP8MOE_STREAM_PAIRS_MIN_H && p->E >= FP8MOE_STREAM_PAIRS_MIN_EXPERTS);
+}
+
+int32_t fp8moe_cuda_plan_stream_align(const fp8moe_problem* p, int32_t mode) {
+  return mode != 0 && p->T > FP8MOE_GEMM_TILE_M_SMALL;
 }
 
 int32_t fp8moe_cuda_plan_stream_handoff(const fp8moe_problem* p, fp8moe_gemm_which gemm, int32_t ctas) {

@@ -96,6 +96,8 @@ typedef struct fp8moe_sm90_variant {
                               expert can hold two tiles; 0 ("b", wins over "l"): one tile per unit */
   int32_t gemm1_pair_cluster; /* 1 ("e"): the 128-row GEMM1's pair items in 2-CTA clusters with W13 multicast
                                  where the clusters fit the device; 0: one CTA per item */
+  int32_t stream_align;    /* 1: the stream GEMMs' expert-aligned split where fp8moe_cuda_plan_stream_align says so;
+                              0 ("3"): stream-K over the whole grid there too */
 } fp8moe_sm90_variant;
 
 /* At context creation: the default variant (data in cuda_plan.c: both GEMMs grouped), with each letter
@@ -105,7 +107,7 @@ typedef struct fp8moe_sm90_variant {
  * GEMMs in 2-CTA clusters with TMA multicast of the shared weights, "n" the one-CTA GEMMs (wins over "m"), "g"
  * the 64-row GEMM1 kernel for 64-row items, "y" the pair kernel's static item walk, "h" the stream GEMMs without
  * their epilogue warpgroup, "b" the stream GEMMs without units of two tiles, "e" the 128-row GEMM1's pair items in
- * 2-CTA clusters ("n" wins over it).
+ * 2-CTA clusters ("n" wins over it), "3" the stream GEMMs without the expert-aligned split.
  * Letters of the other switches ("1", "2", "d", "k", "j", "p", "c", "s") leave it. */
 fp8moe_sm90_variant fp8moe_cuda_plan_context_sm90_variant(void);
 
@@ -156,6 +158,11 @@ int32_t fp8moe_cuda_plan_stream_handoff(const fp8moe_problem* p, fp8moe_gemm_whi
 #define FP8MOE_STREAM_PAIRS_MIN_H 6144
 #define FP8MOE_STREAM_PAIRS_MIN_EXPERTS 64
 int32_t fp8moe_cuda_plan_stream_pairs(const fp8moe_problem* p, int32_t mode);
+/* Whether the stream GEMMs may take the expert-aligned split (kernels/gemm/stream_split.h, docs/GPU.md "Experts
+ * routed more than a unit"): only where an expert can hold more rows than one tile, T > 16 (an expert gets at
+ * most T rows); the kernels then look at the tile list for an expert that fills more than one unit. Mode:
+ * fp8moe_sm90_variant's stream_align (0 never). */
+int32_t fp8moe_cuda_plan_stream_align(const fp8moe_problem* p, int32_t mode);
 
 typedef struct fp8moe_plan_row {
   int32_t gemm;        /* fp8moe_gemm_which */
