@@ -151,12 +151,21 @@ __device__ __forceinline__ Range range_of(int32_t tiles, int32_t col_units, int3
   return r;
 }
 
-/* Unit u's entry of the unit list (tile, or PAIRS list entry) and its column unit. */
-__device__ __forceinline__ int32_t unit_entry(const Range& rg, int64_t u) {
-  return static_cast<int32_t>(rg.tile_major ? u / rg.col_units : u % rg.tiles);
-}
-__device__ __forceinline__ int32_t unit_col(const Range& rg, int64_t u) {
-  return static_cast<int32_t>(rg.tile_major ? u % rg.col_units : u / rg.tiles);
+/* Unit u's entry of the unit list (tile, or PAIRS list entry) and its column unit, by one 32-bit division: the
+ * stream rows run below 16 rows per expert, so entries < 3·E ≤ 6,144 and column units ≤ I/128 ≤ 256 (the contract's
+ * limits, src/contract.c): u < 2^21. (A 64-bit division is a subroutine call: two of them per unit cost the decode
+ * GEMMs ~1 %.) */
+struct UnitAt {
+  int32_t entry, col;
+};
+__device__ __forceinline__ UnitAt unit_at(const Range& rg, int64_t u) {
+  const uint32_t v = static_cast<uint32_t>(u);
+  if (rg.tile_major) {
+    const uint32_t q = v / static_cast<uint32_t>(rg.col_units);
+    return {static_cast<int32_t>(q), static_cast<int32_t>(v - q * static_cast<uint32_t>(rg.col_units))};
+  }
+  const uint32_t q = v / static_cast<uint32_t>(rg.tiles);
+  return {static_cast<int32_t>(v - q * static_cast<uint32_t>(rg.tiles)), static_cast<int32_t>(q)};
 }
 
 using sm90::desc_sw128;
@@ -290,7 +299,7 @@ __device__ __forceinline__ void walk_units(const SM& sm, const Range& rg, const 
   const int lane = threadIdx.x % 32;
   int32_t e_next = 0, slot_next = -1;
   auto fetch = [&](int64_t i) { /* the unit of iteration i */
-    const Group gp = group_at<PAIRS>(sm, unit_entry(rg, i / rg.kblocks));
+    const Group gp = group_at<PAIRS>(sm, unit_at(rg, i / rg.kblocks).entry);
     e_next = tile_expert[gp.tile0];
     slot_next = lane < gp.rows ? sorted_slots[static_cast<int64_t>(gp.tile0) * kRows + lane] : -1;
   };
@@ -298,8 +307,9 @@ __device__ __forceinline__ void walk_units(const SM& sm, const Range& rg, const 
   uint32_t it = 0, j = 0;
   for (int64_t i = rg.begin; i < rg.end; ++j) {
     const int64_t u = i / rg.kblocks;
-    const Group gp = group_at<PAIRS>(sm, unit_entry(rg, u));
-    const int32_t n0 = unit_col(rg, u) * UNIT_ROWS;
+    const UnitAt ua = unit_at(rg, u);
+    const Group gp = group_at<PAIRS>(sm, ua.entry);
+    const int32_t n0 = ua.col * UNIT_ROWS;
     const fp8moe_split_segment seg = fp8moe_split_segment_of(u, rg.kblocks, rg.begin, rg.end, rg.work, rg.ctas);
     const int64_t row0 = static_cast<int64_t>(gp.tile0) * kRows;
     TileRows tr;
@@ -482,8 +492,9 @@ __device__ __forceinline__ void produce1(const fp8moe_gemm1_args& a, const CUten
   uint32_t it = 0;
   for (int64_t i = rg.begin; i < rg.end;) {
     const int64_t u = i / rg.kblocks;
-    const Group gp = group_at<PAIRS>(sm, unit_entry(rg, u));
-    const int32_t n0 = unit_col(rg, u) * kBox;
+    const UnitAt ua = unit_at(rg, u);
+    const Group gp = group_at<PAIRS>(sm, ua.entry);
+    const int32_t n0 = ua.col * kBox;
     const int32_t e = a.tile_expert[gp.tile0];
     const bool copy = !PAIRS || r < gp.rows;
     const int32_t slot = copy ? a.sorted_slots[static_cast<int64_t>(gp.tile0) * kRows + r] : -1;
@@ -527,7 +538,7 @@ __device__ __forceinline__ void produce2(const fp8moe_gemm2_args& a, const CUten
   auto x_box = [&](uint32_t pos, int64_t i) {
     const int64_t u = i / rg.kblocks;
     const int kb = static_cast<int>(i - u * rg.kblocks);
-    const Group gp = group_at<PAIRS>(sm, unit_entry(rg, u));
+    const Group gp = group_at<PAIRS>(sm, unit_at(rg, u).entry);
     const int s = static_cast<int>(pos % kStages);
     sm90::tma_load_2d(sm.st[s].x, &map_x, &sm.full[s], kb * kBK, gp.tile0 * kRows);
   };
@@ -540,8 +551,9 @@ __device__ __forceinline__ void produce2(const fp8moe_gemm2_args& a, const CUten
     }
     const int64_t u = i / rg.kblocks;
     const int kb = static_cast<int>(i - u * rg.kblocks);
-    const Group gp = group_at<PAIRS>(sm, unit_entry(rg, u));
-    const int32_t n0 = unit_col(rg, u) * kUnitRows;
+    const UnitAt ua = unit_at(rg, u);
+    const Group gp = group_at<PAIRS>(sm, ua.entry);
+    const int32_t n0 = ua.col * kUnitRows;
     const int32_t e = ld_relaxed(a.tile_expert + gp.tile0);
     const int s = static_cast<int>(it % kStages);
     mbar_wait(&sm.empty[s], ((it / kStages) & 1u) ^ 1u);
