@@ -262,6 +262,12 @@ static int clusters_are(int32_t on) {
   return v.gemm1_cluster == on && v.gemm2_cluster == on;
 }
 
+/* The stream GEMMs' three switches ("h", "b"/"l", "3"). */
+static int stream_is(int32_t handoff, int32_t pairs, int32_t align) {
+  const fp8moe_sm90_variant v = fp8moe_cuda_plan_context_sm90_variant();
+  return v.stream_handoff == handoff && v.stream_pairs == pairs && v.stream_align == align;
+}
+
 static void sm90_variants(void) {
   const int32_t overlap = FP8MOE_SM90_LOOP_OVERLAP, serial = FP8MOE_SM90_LOOP_SERIAL;
   const int32_t early = FP8MOE_SM90_LOOP_EARLY_RELEASE, grouped = FP8MOE_SM90_ORDER_GROUPED;
@@ -302,21 +308,13 @@ static void sm90_variants(void) {
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "12dkjpcstgqruomn", 1);
   EXPECT(fp8moe_cuda_plan_context_sm90_variant().gemm1_claim == 1, "FALLBACK without y: claimed items");
   EXPECT(fp8moe_cuda_plan_context_sm90_variant().gemm1_pair_cluster == 0, "FALLBACK without e: one CTA per pair item");
-  EXPECT(fp8moe_cuda_plan_context_sm90_variant().stream_handoff == 1, "FALLBACK without h: the stream handoff");
-  EXPECT(fp8moe_cuda_plan_context_sm90_variant().stream_pairs == 1,
-         "FALLBACK without b: the stream units of two tiles");
-  EXPECT(fp8moe_cuda_plan_context_sm90_variant().stream_align == 1, "FALLBACK without 3: the expert-aligned split");
+  EXPECT(stream_is(1, 1, 1), "FALLBACK without h, b or 3: the stream handoff, units of two tiles, the aligned split");
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "3", 1);
-  EXPECT(variant_is(overlap, grouped, grouped) && clusters_are(0) &&
-             fp8moe_cuda_plan_context_sm90_variant().stream_handoff == 1 &&
-             fp8moe_cuda_plan_context_sm90_variant().stream_pairs == 1 &&
-             fp8moe_cuda_plan_context_sm90_variant().stream_align == 0,
+  EXPECT(variant_is(overlap, grouped, grouped) && clusters_are(0) && stream_is(1, 1, 0),
          "FALLBACK=3: the stream GEMMs without the expert-aligned split, nothing else changed");
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "h", 1);
   EXPECT(variant_is(overlap, grouped, grouped) && clusters_are(0) &&
-             fp8moe_cuda_plan_context_sm90_variant().gemm1_claim == 1 &&
-             fp8moe_cuda_plan_context_sm90_variant().stream_handoff == 0 &&
-             fp8moe_cuda_plan_context_sm90_variant().stream_pairs == 1,
+             fp8moe_cuda_plan_context_sm90_variant().gemm1_claim == 1 && stream_is(0, 1, 1),
          "FALLBACK=h: the stream GEMMs without their epilogue warpgroup, nothing else changed");
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "l", 1);
   EXPECT(fp8moe_cuda_plan_context_sm90_variant().stream_pairs == 2,
@@ -324,9 +322,7 @@ static void sm90_variants(void) {
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "lb", 1);
   EXPECT(fp8moe_cuda_plan_context_sm90_variant().stream_pairs == 0, "FALLBACK=lb: b wins, one tile per unit");
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "b", 1);
-  EXPECT(variant_is(overlap, grouped, grouped) && clusters_are(0) &&
-             fp8moe_cuda_plan_context_sm90_variant().stream_handoff == 1 &&
-             fp8moe_cuda_plan_context_sm90_variant().stream_pairs == 0,
+  EXPECT(variant_is(overlap, grouped, grouped) && clusters_are(0) && stream_is(1, 0, 1),
          "FALLBACK=b: the stream GEMMs with one tile per unit, nothing else changed");
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "o", 1);
   EXPECT(variant_is(overlap, grouped, column), "FALLBACK=o: GEMM2 column-block major, GEMM1 grouped");
