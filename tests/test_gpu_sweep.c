@@ -432,6 +432,13 @@ static void route_experts_many_tiles(pg_problem* p) {
   }
 }
 
+/* (h)'s routing (T = 512, K = 4): slot k of token t on expert (4t + k) mod 40 (51 or 52 rows each: four tiles). */
+static void route_forty_experts(pg_problem* p) {
+  const pg_config* c = &p->cfg;
+  for (int64_t t = 0; t < c->T; ++t)
+    for (int64_t k = 0; k < c->K; ++k) pg_set(p->topk_ids, c->ids_dtype, t * c->K + k, (double)((4 * t + k) % 40));
+}
+
 static void decode_rows_on(suite* s, const char* tag) {
   static const int32_t formats[] = {FP8MOE_QUANT_FP8_PER_TENSOR, FP8MOE_QUANT_FP8_BLOCK128,
                                     FP8MOE_QUANT_FP8_PER_CHANNEL};
@@ -516,6 +523,16 @@ static void decode_rows_on(suite* s, const char* tag) {
     pg_config_init(&c, FP8MOE_ROUTING_PRECOMPUTED, formats[f], 96, 2560, 2560, 16, 2);
     c.seed = 7600 + (uint64_t)f;
     generate_routed_and_compare(s, &c, tag, route_experts_many_tiles);
+  }
+  /* (h) more entries than CTAs (SMALL: 2,048 rows over 256 experts): 160 tiles of 40 experts, so on 132 CTAs both
+   * GEMMs take the expert-aligned split in two rounds on 80 CTAs (fp8moe_split_rounds); with units of two tiles
+   * (FALLBACK=l) 80 entries spread one a CTA. */
+  for (size_t f = 0; f < sizeof formats / sizeof formats[0]; ++f) {
+    if (s->quick && f != 0) continue;
+    pg_config c;
+    pg_config_init(&c, FP8MOE_ROUTING_PRECOMPUTED, formats[f], 512, 256, 256, 256, 4);
+    c.seed = 7700 + (uint64_t)f;
+    generate_routed_and_compare(s, &c, tag, route_forty_experts);
   }
 }
 

@@ -47,6 +47,37 @@ static int tiles_holds(int64_t tiles, int64_t col_units, int64_t KB, int64_t gri
   return bad + stream_split_rules_bad(tiles * col_units, KB, G);
 }
 
+/* The rounds (fp8moe_split_rounds) for `entries` entries of `experts` experts on `grid` CTAs: 0 exactly where the rule
+ * says no, else R ≥ 2 rounds on C ≤ grid CTAs where every entry is taken exactly once, each CTA's real slots are a
+ * prefix of its R (the empty ones ≥ entries), and two consecutive entries of one round sit on neighbouring CTAs. */
+static int rounds_holds(int64_t grid, int64_t entries, int64_t experts, int* taken) {
+  const int64_t R = fp8moe_split_rounds(grid, entries, experts);
+  const int64_t need = (entries + grid - 1) / grid;
+  const int pays = entries > grid && experts < entries && 10 * entries * entries >= 11 * experts * need * grid;
+  if (R == 0) return pays;
+  ++*taken;
+  int bad = !pays || R != need;
+  const int64_t C = fp8moe_split_round_ctas(entries, R);
+  if (C > grid || C * R < entries) ++bad;
+  static unsigned char seen[8192];
+  memset(seen, 0, sizeof seen);
+  for (int64_t c = 0; c < C; ++c) {
+    const int64_t n = fp8moe_split_round_count(c, entries, R, C);
+    for (int64_t r = 0; r < R; ++r) {
+      const int64_t e = fp8moe_split_round_entry(c * R + r, R, C);
+      if (r < n) {
+        if (e < 0 || e >= entries || seen[e]++) ++bad;
+        if (e + 1 < entries && (e + 1) / C == r && fp8moe_split_round_entry((c + 1) * R + r, R, C) != e + 1) ++bad;
+      } else if (e < entries) {
+        ++bad;
+      }
+    }
+  }
+  for (int64_t e = 0; e < entries; ++e)
+    if (!seen[e]) ++bad;
+  return bad;
+}
+
 int main(void) {
   const int64_t units[] = {1, 2, 7, 32, 48, 64, 66, 67, 128, 131, 132, 133, 224, 1000};
   const int64_t kblocks[] = {1, 2, 3, 6, 16, 56, 112};
@@ -86,6 +117,19 @@ int main(void) {
   /* The points of docs/GPU.md "Experts routed more than a unit" on 132 CTAs: llama4-scout skewed T = 128 (10 tiles
    * of 3 experts, GEMM1 64 groups × 40 blocks) on 130; glm-4.5-air T = 128 (115 of 88, 11 × 32) on 115;
    * deepseek-v3 skewed T = 128 (99 pairs of 82, 16 × 56: measured 11 % slower so) and one expert a tile: none. */
+  int rounds_bad = 0, rounds_taken = 0;
+  for (int64_t grid = 1; grid <= 160; grid += grid < 8 ? 1 : 31)
+    for (int64_t entries = 1; entries <= 8 * grid + 3 && entries < 8192; entries += 1 + entries / 9)
+      for (int64_t experts = 1; experts <= entries; experts += 1 + entries / 5)
+        rounds_bad += rounds_holds(grid, entries, experts, &rounds_taken);
+  EXPECT(rounds_bad == 0, "expert-aligned rounds: %d inconsistencies", rounds_bad);
+  EXPECT(rounds_taken > 100, "the rounds were taken for %d shapes only", rounds_taken);
+  /* kimi-k2 skewed T = 512 on 132 CTAs (211 pair entries of 117 experts): 2 rounds on 106 CTAs; 247 of 189 (uniform):
+   * 2 rounds on 124; 160 of 40 (test_gpu_sweep's case (h)) 2 rounds on 80. */
+  EXPECT(fp8moe_split_rounds(132, 211, 117) == 2 && fp8moe_split_round_ctas(211, 2) == 106 &&
+             fp8moe_split_rounds(132, 247, 189) == 2 && fp8moe_split_round_ctas(160, 2) == 80 &&
+             fp8moe_split_rounds(132, 141, 141) == 0 && fp8moe_split_rounds(132, 132, 3) == 0,
+         "the rounds at kimi-k2 T = 512, none without a shared expert or within the grid");
   EXPECT(fp8moe_split_ctas_tiles(132, 10, 64 * 40, 3) == 130, "llama4-scout skewed T = 128: 130 CTAs");
   EXPECT(fp8moe_split_ctas_tiles(132, 115, 11 * 32, 88) == 115, "glm-4.5-air T = 128: 115 CTAs");
   EXPECT(fp8moe_split_ctas_tiles(132, 99, 16 * 56, 82) == 0 && fp8moe_split_ctas_tiles(132, 40, 64 * 40, 40) == 0 &&

@@ -119,31 +119,47 @@ static_assert(smem_bytes<false>() <= 232448 && smem_bytes<true>() <= 232448, "wi
 #if FP8MOE_SM90A
 /* What every thread of a CTA derives identically: the work, this CTA's iteration range. tiles counts the units
  * of one column group: tiles, or with PAIRS the entries of the unit list. Unit u is entry u % tiles of column
- * unit u / tiles (entry fastest), or where tile_major entry u / col_units of column unit u % col_units. */
+ * unit u / tiles (entry fastest), or where tile_major virtual entry u / col_units of column unit u % col_units
+ * (the entry itself, or with rounds > 1 fp8moe_split_round_entry of it). */
 struct Range {
   int32_t tiles, col_units, kblocks;
   bool tile_major;
+  int32_t rounds, round_ctas; /* the expert-aligned split in rounds (rounds ≥ 2), else 1 and 0 */
   int64_t work, ctas, begin, end;
 };
 
 /* experts: how many experts the entries belong to (experts_of_entries; = tiles where not counted); with fewer
- * experts than entries and at least as many units as CTAs, the expert-aligned split where it pays
- * (fp8moe_split_ctas_tiles). */
+ * experts than entries and at least as many units as CTAs, the expert-aligned split where it pays: entries spread
+ * over the grid (fp8moe_split_ctas_tiles), or with more entries than CTAs in rounds (fp8moe_split_rounds). */
+template <bool ROUNDS>
 __device__ __forceinline__ Range range_of(int32_t tiles, int32_t col_units, int32_t kblocks, int32_t experts) {
   Range r;
   r.tiles = tiles;
   r.col_units = col_units;
   r.kblocks = kblocks;
+  r.rounds = 1;
+  r.round_ctas = 0;
+  const int64_t grid = gridDim.x, per_tile = static_cast<int64_t>(col_units) * kblocks;
   const int64_t units = static_cast<int64_t>(tiles > 0 ? tiles : 0) * col_units;
   r.work = units * kblocks;
-  const int64_t aligned = units >= static_cast<int64_t>(gridDim.x)
-                              ? fp8moe_split_ctas_tiles(gridDim.x, tiles, static_cast<int64_t>(col_units) * kblocks,
-                                                        experts)
-                              : 0;
-  r.tile_major = aligned > 0;
-  /* unit-aligned below one unit per CTA (entry fastest: an expert's entries already run side by side there) */
-  r.ctas = aligned > 0 ? aligned : fp8moe_split_ctas_units(gridDim.x, units, kblocks);
+  const int64_t aligned = units >= grid ? fp8moe_split_ctas_tiles(grid, tiles, per_tile, experts) : 0;
+  const int64_t rounds = ROUNDS && units >= grid ? fp8moe_split_rounds(grid, tiles, experts) : 0;
+  r.tile_major = aligned > 0 || rounds > 0;
   r.begin = r.end = 0;
+  if (ROUNDS && rounds > 0) {
+    const int64_t c = fp8moe_split_round_ctas(tiles, rounds);
+    r.rounds = static_cast<int32_t>(rounds);
+    r.round_ctas = static_cast<int32_t>(c);
+    r.ctas = c;
+    r.work = c * rounds * per_tile; /* virtual entries: C·R slots, the empty ones never in a range */
+    if (static_cast<int64_t>(blockIdx.x) < c) {
+      r.begin = static_cast<int64_t>(blockIdx.x) * rounds * per_tile;
+      r.end = r.begin + fp8moe_split_round_count(blockIdx.x, tiles, rounds, c) * per_tile;
+    }
+    return r;
+  }
+  /* unit-aligned below one unit per CTA (entry fastest: an expert's entries already run side by side there) */
+  r.ctas = aligned > 0 ? aligned : fp8moe_split_ctas_units(grid, units, kblocks);
   if (static_cast<int64_t>(blockIdx.x) < r.ctas) {
     r.begin = fp8moe_split_begin(blockIdx.x, r.work, r.ctas);
     r.end = fp8moe_split_begin(static_cast<int64_t>(blockIdx.x) + 1, r.work, r.ctas);
@@ -158,11 +174,14 @@ __device__ __forceinline__ Range range_of(int32_t tiles, int32_t col_units, int3
 struct UnitAt {
   int32_t entry, col;
 };
+template <bool ROUNDS>
 __device__ __forceinline__ UnitAt unit_at(const Range& rg, int64_t u) {
   const uint32_t v = static_cast<uint32_t>(u);
   if (rg.tile_major) {
-    const uint32_t q = v / static_cast<uint32_t>(rg.col_units);
-    return {static_cast<int32_t>(q), static_cast<int32_t>(v - q * static_cast<uint32_t>(rg.col_units))};
+    const uint32_t q = v / static_cast<uint32_t>(rg.col_units), col = v - q * static_cast<uint32_t>(rg.col_units);
+    if (!ROUNDS || rg.rounds <= 1) return {static_cast<int32_t>(q), static_cast<int32_t>(col)};
+    const uint32_t cta = q / static_cast<uint32_t>(rg.rounds), round = q - cta * static_cast<uint32_t>(rg.rounds);
+    return {static_cast<int32_t>(round * static_cast<uint32_t>(rg.round_ctas) + cta), static_cast<int32_t>(col)};
   }
   const uint32_t q = v / static_cast<uint32_t>(rg.tiles);
   return {static_cast<int32_t>(v - q * static_cast<uint32_t>(rg.tiles)), static_cast<int32_t>(q)};
@@ -235,16 +254,18 @@ __device__ int32_t build_groups(SM& sm, const int32_t* tile_expert, int32_t tile
 
 /* By every thread of the CTA (it synchronizes the CTA), where the launcher asks (stream_align: T > 16, where an
  * expert can hold more rows than a tile): the experts among `tiles` expert-sorted tiles, counted only where their
- * `entries` list entries (tiles, or PAIRS pairs of tiles) are at most the grid (fp8moe_split_ctas_tiles takes no
- * more); otherwise `entries` (no expert shares). tile_expert is read at gpu scope, as build_groups reads it (GEMM2
- * asks before griddepcontrol.wait). */
+ * `entries` list entries (tiles, or PAIRS pairs of tiles) fit kCountRounds rounds of the grid (the count's loop,
+ * on the kernel's start, stays within a few trips); otherwise `entries` (no expert shares). tile_expert is read at
+ * gpu scope, as build_groups reads it (GEMM2 asks before griddepcontrol.wait). */
+constexpr int32_t kCountRounds = 8;
 __device__ int32_t experts_of_entries(const int32_t* tile_expert, int32_t tiles, int32_t entries) {
+  const bool counted = entries <= kCountRounds * static_cast<int32_t>(gridDim.x);
   int first = 0;
-  if (entries <= static_cast<int32_t>(gridDim.x))
+  if (counted)
     for (int32_t t = static_cast<int32_t>(threadIdx.x); t < tiles; t += static_cast<int32_t>(blockDim.x))
       first += t == 0 || ld_relaxed(tile_expert + t) != ld_relaxed(tile_expert + t - 1);
   const int32_t experts = __syncthreads_count(first);
-  return entries <= static_cast<int32_t>(gridDim.x) ? experts : entries;
+  return counted ? experts : entries;
 }
 
 /* An L2 prefetch of element (i0, i1) of a scale tensor: a hint only, so a scale that a unit's epilogue reads
@@ -299,7 +320,7 @@ __device__ __forceinline__ void walk_units(const SM& sm, const Range& rg, const 
   const int lane = threadIdx.x % 32;
   int32_t e_next = 0, slot_next = -1;
   auto fetch = [&](int64_t i) { /* the unit of iteration i */
-    const Group gp = group_at<PAIRS>(sm, unit_at(rg, i / rg.kblocks).entry);
+    const Group gp = group_at<PAIRS>(sm, unit_at<!AHEAD>(rg, i / rg.kblocks).entry);
     e_next = tile_expert[gp.tile0];
     slot_next = lane < gp.rows ? sorted_slots[static_cast<int64_t>(gp.tile0) * kRows + lane] : -1;
   };
@@ -307,7 +328,7 @@ __device__ __forceinline__ void walk_units(const SM& sm, const Range& rg, const 
   uint32_t it = 0, j = 0;
   for (int64_t i = rg.begin; i < rg.end; ++j) {
     const int64_t u = i / rg.kblocks;
-    const UnitAt ua = unit_at(rg, u);
+    const UnitAt ua = unit_at<!AHEAD>(rg, u);
     const Group gp = group_at<PAIRS>(sm, ua.entry);
     const int32_t n0 = ua.col * UNIT_ROWS;
     const fp8moe_split_segment seg = fp8moe_split_segment_of(u, rg.kblocks, rg.begin, rg.end, rg.work, rg.ctas);
@@ -484,7 +505,7 @@ __device__ __forceinline__ bool fixup(SM& sm, const fp8moe_split_segment& seg, f
  * and the lanes gather the unit's token rows in 16-byte chunks (16-row units: lane l 4 chunks of row l % 16,
  * 4·(l / 16)..+3; PAIRS: lane l the 8 of row l, none past a one-tile unit's 16 rows) into the swizzled B
  * layout (chunk c of row r at 16·(c ^ (r % 8))), padding rows zero-filled. */
-template <bool PAIRS, class SM>
+template <bool PAIRS, bool HANDOFF, class SM>
 __device__ __forceinline__ void produce1(const fp8moe_gemm1_args& a, const CUtensorMap& map_w, SM& sm,
                                          const Range& rg) {
   constexpr int kChunks = PAIRS ? 8 : 4;
@@ -492,7 +513,7 @@ __device__ __forceinline__ void produce1(const fp8moe_gemm1_args& a, const CUten
   uint32_t it = 0;
   for (int64_t i = rg.begin; i < rg.end;) {
     const int64_t u = i / rg.kblocks;
-    const UnitAt ua = unit_at(rg, u);
+    const UnitAt ua = unit_at<!HANDOFF>(rg, u);
     const Group gp = group_at<PAIRS>(sm, ua.entry);
     const int32_t n0 = ua.col * kBox;
     const int32_t e = a.tile_expert[gp.tile0];
@@ -530,7 +551,7 @@ __device__ __forceinline__ void produce1(const fp8moe_gemm1_args& a, const CUten
  * past the map zero-filled): 34 or 36 KB, expect_tx. The first min(kStages,
  * iterations) stages get their weight boxes before griddepcontrol.wait (the file comment says why that is
  * safe) and their a2q boxes right after it; their full barriers' expect_tx already counts both. */
-template <bool PAIRS, class SM>
+template <bool PAIRS, bool HANDOFF, class SM>
 __device__ __forceinline__ void produce2(const fp8moe_gemm2_args& a, const CUtensorMap& map_w,
                                          const CUtensorMap& map_x, SM& sm, const Range& rg) {
   constexpr int kStages = SM::kStages;
@@ -538,7 +559,7 @@ __device__ __forceinline__ void produce2(const fp8moe_gemm2_args& a, const CUten
   auto x_box = [&](uint32_t pos, int64_t i) {
     const int64_t u = i / rg.kblocks;
     const int kb = static_cast<int>(i - u * rg.kblocks);
-    const Group gp = group_at<PAIRS>(sm, unit_at(rg, u).entry);
+    const Group gp = group_at<PAIRS>(sm, unit_at<!HANDOFF>(rg, u).entry);
     const int s = static_cast<int>(pos % kStages);
     sm90::tma_load_2d(sm.st[s].x, &map_x, &sm.full[s], kb * kBK, gp.tile0 * kRows);
   };
@@ -551,7 +572,7 @@ __device__ __forceinline__ void produce2(const fp8moe_gemm2_args& a, const CUten
     }
     const int64_t u = i / rg.kblocks;
     const int kb = static_cast<int>(i - u * rg.kblocks);
-    const UnitAt ua = unit_at(rg, u);
+    const UnitAt ua = unit_at<!HANDOFF>(rg, u);
     const Group gp = group_at<PAIRS>(sm, ua.entry);
     const int32_t n0 = ua.col * kUnitRows;
     const int32_t e = ld_relaxed(a.tile_expert + gp.tile0);
@@ -736,10 +757,10 @@ __global__ void __launch_bounds__(block_threads<HANDOFF>(), 1)
   int32_t units = tiles; /* per column group */
   if constexpr (PAIRS) units = build_groups(sm, a.tile_expert, units);
   const int32_t experts = a.stream_align != 0 ? experts_of_entries(a.tile_expert, tiles, units) : units;
-  const Range rg = range_of(units, a.I / kBox, a.H / kBK, experts);
+  const Range rg = range_of<!HANDOFF>(units, a.I / kBox, a.H / kBK, experts);
   if (rg.begin >= rg.end) return;
   if (threadIdx.x >= kProducer) {
-    produce1<PAIRS>(a, map_w, sm, rg);
+    produce1<PAIRS, HANDOFF>(a, map_w, sm, rg);
   } else if (threadIdx.x < kConsumers) {
     walk_units<kBox, HANDOFF, PAIRS>(sm, rg, a.sorted_slots, a.tile_expert,
                      [&](const fp8moe_split_segment& seg, uint32_t& it, uint32_t j, int32_t e, int64_t row0,
@@ -881,14 +902,14 @@ __global__ void __launch_bounds__(block_threads<HANDOFF>(), 1)
     if (threadIdx.x == kProducer) {
       prefetch_map(&map_w);
       prefetch_map(&map_x);
-      const Range rg = range_of(units, col_units, kblocks, experts);
-      produce2<PAIRS>(a, map_w, map_x, sm, rg);
+      const Range rg = range_of<!HANDOFF>(units, col_units, kblocks, experts);
+      produce2<PAIRS, HANDOFF>(a, map_w, map_x, sm, rg);
     }
     return;
   }
   wait_prior(); /* a2q, its scales come from GEMM1 (or the row quantization); counters and partials are free */
   allow_next();
-  const Range rg = range_of(units, col_units, kblocks, experts); /* the tile list was final before the wait */
+  const Range rg = range_of<!HANDOFF>(units, col_units, kblocks, experts); /* the tile list was final before the wait */
   if (threadIdx.x < kConsumers) {
     walk_units<kUnitRows, HANDOFF, PAIRS>(sm, rg, a.sorted_slots, a.tile_expert,
                           [&](const fp8moe_split_segment& seg, uint32_t& it, uint32_t j, int32_t e, int64_t row0,

@@ -59,6 +59,36 @@ FP8MOE_SPLIT_FN int64_t fp8moe_split_ctas_tiles(int64_t grid, int64_t tiles, int
   return 10 * tiles * (tiles * s) >= 11 * experts * grid ? tiles * s : 0;
 }
 
+/* The expert-aligned split in rounds, for more entries than CTAs (docs/GPU.md "Experts routed more than a unit"):
+ * R = ⌈entries / grid⌉ rounds on C = ⌈entries / R⌉ CTAs, entry e on CTA e mod C in round e div C, whole entries
+ * (no unit split, no fixup), so consecutive entries — one expert's — run side by side in the same round. In the
+ * split's terms the entries are renumbered CTA-major (virtual entry v = CTA·R + round, fp8moe_split_round_entry;
+ * W = C·R·per_tile, begin(c) = c·R·per_tile), and CTA c's range ends after its real entries
+ * (fp8moe_split_round_count: the last round's slots past `entries` are empty). Each CTA streams R entries where
+ * stream-K gave it entries / grid, so it pays where entries / experts ≥ 1.1·R·grid / entries: returns R (≥ 2)
+ * there, else 0. */
+FP8MOE_SPLIT_FN int64_t fp8moe_split_rounds(int64_t grid, int64_t entries, int64_t experts) {
+  if (grid <= 0 || entries <= grid || experts <= 0 || experts >= entries) return 0;
+  const int64_t r = (entries + grid - 1) / grid;
+  return 10 * entries * entries >= 11 * experts * r * grid ? r : 0;
+}
+
+/* The CTAs of R rounds over `entries` entries. */
+FP8MOE_SPLIT_FN int64_t fp8moe_split_round_ctas(int64_t entries, int64_t rounds) {
+  return (entries + rounds - 1) / rounds;
+}
+
+/* The entry at virtual position v (CTA v / R, round v mod R) of R rounds on C CTAs; ≥ entries: an empty slot. */
+FP8MOE_SPLIT_FN int64_t fp8moe_split_round_entry(int64_t v, int64_t rounds, int64_t ctas) {
+  return (v % rounds) * ctas + v / rounds;
+}
+
+/* How many of CTA c's R slots hold an entry: its rounds r with r·C + c < entries, a prefix of them. */
+FP8MOE_SPLIT_FN int64_t fp8moe_split_round_count(int64_t c, int64_t entries, int64_t rounds, int64_t ctas) {
+  const int64_t n = c < entries ? (entries - c + ctas - 1) / ctas : 0;
+  return n < rounds ? n : rounds;
+}
+
 /* First iteration of CTA c (0 ≤ c ≤ ctas; begin(ctas) = W). W·ctas < 2^63. */
 FP8MOE_SPLIT_FN int64_t fp8moe_split_begin(int64_t c, int64_t work, int64_t ctas) { return c * work / ctas; }
 
