@@ -53,7 +53,7 @@ static int tiles_holds(int64_t tiles, int64_t col_units, int64_t KB, int64_t gri
 static int rounds_holds(int64_t grid, int64_t entries, int64_t experts, int* taken) {
   const int64_t R = fp8moe_split_rounds(grid, entries, experts);
   const int64_t need = (entries + grid - 1) / grid;
-  const int pays = entries > grid && experts < entries && 10 * entries * entries >= 11 * experts * need * grid;
+  const int pays = entries > grid && experts < entries && 10 * entries * entries >= 13 * experts * need * grid;
   if (R == 0) return pays;
   ++*taken;
   int bad = !pays || R != need;

@@ -70,7 +70,7 @@ FP8MOE_SPLIT_FN int64_t fp8moe_split_ctas_tiles(int64_t grid, int64_t tiles, int
 FP8MOE_SPLIT_FN int64_t fp8moe_split_rounds(int64_t grid, int64_t entries, int64_t experts) {
   if (grid <= 0 || entries <= grid || experts <= 0 || experts >= entries) return 0;
   const int64_t r = (entries + grid - 1) / grid;
-  return 10 * entries * entries >= 11 * experts * r * grid ? r : 0;
+  return 10 * entries * entries >= 13 * experts * r * grid ? r : 0;
 }
 
 /* The CTAs of R rounds over `entries` entries. */
