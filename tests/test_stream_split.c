@@ -124,10 +124,11 @@ int main(void) {
         rounds_bad += rounds_holds(grid, entries, experts, &rounds_taken);
   EXPECT(rounds_bad == 0, "expert-aligned rounds: %d inconsistencies", rounds_bad);
   EXPECT(rounds_taken > 100, "the rounds were taken for %d shapes only", rounds_taken);
-  /* kimi-k2 skewed T = 512 on 132 CTAs (211 pair entries of 117 experts): 2 rounds on 106 CTAs; 247 of 189 (uniform):
-   * 2 rounds on 124; 160 of 40 (test_gpu_sweep's case (h)) 2 rounds on 80. */
+  /* kimi-k2 skewed T = 512 on 132 CTAs (211 pair entries of 117 experts): 2 rounds on 106 CTAs; uniform (247 of 189,
+   * measured 3.6 % slower in rounds under the first rule): none; 160 of 40 (test_gpu_sweep's case (h)): 2 on 80. */
   EXPECT(fp8moe_split_rounds(132, 211, 117) == 2 && fp8moe_split_round_ctas(211, 2) == 106 &&
-             fp8moe_split_rounds(132, 247, 189) == 2 && fp8moe_split_round_ctas(160, 2) == 80 &&
+             fp8moe_split_rounds(132, 247, 189) == 0 && fp8moe_split_rounds(132, 160, 40) == 2 &&
+             fp8moe_split_round_ctas(160, 2) == 80 &&
              fp8moe_split_rounds(132, 141, 141) == 0 && fp8moe_split_rounds(132, 132, 3) == 0,
          "the rounds at kimi-k2 T = 512, none without a shared expert or within the grid");
   EXPECT(fp8moe_split_ctas_tiles(132, 10, 64 * 40, 3) == 130, "llama4-scout skewed T = 128: 130 CTAs");
