@@ -121,11 +121,12 @@ if(FP8MOE_WITH_CUDA)
   # Device code compiled for the host and run on an emulated warp (tests/routing_emu; C++ for the kernel headers): the
   # routing kernel's own code (kernels/routing_token.cuh) against the CPU backend bit for bit, and the permutation's
   # per-warp passes (kernels/permute_segment.cuh) and the prologue's slot list (kernels/slot_list.cuh, on an emulated
-  # block) against a CPU stable counting sort. Their logic in every build.
+  # block) against a CPU stable counting sort, and the stream GEMMs' count of experts (kernels/gemm/stream_experts.cuh,
+  # on an emulated block) against a plain count. Their logic in every build.
   enable_language(CXX)
   # the headers' #pragma unroll is for nvcc; GCC cannot see that route_token reads the bias only where it loaded it
   set(_fp8moe_emu_options -Wall -Wextra -Werror -Wno-unknown-pragmas -Wno-maybe-uninitialized -ffp-contract=off)
-  foreach(_emu routing permute slot_list)
+  foreach(_emu routing permute slot_list stream_experts)
     add_executable(test_${_emu}_emu ${CMAKE_CURRENT_LIST_DIR}/test_${_emu}_emu.cpp
                    ${CMAKE_CURRENT_LIST_DIR}/routing_emu/warp_emu.cpp)
     target_include_directories(test_${_emu}_emu PRIVATE ${CMAKE_CURRENT_LIST_DIR}/routing_emu

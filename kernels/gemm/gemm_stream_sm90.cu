@@ -46,6 +46,7 @@
 #include "gemm_stream.h"
 #include "ordered_append.cuh"
 #include "pdl.cuh"
+#include "stream_experts.cuh"
 #include "stream_split.h"
 #include "wgmma_sm90.cuh"
 
@@ -253,21 +254,16 @@ __device__ int32_t build_groups(SM& sm, const int32_t* tile_expert, int32_t tile
 }
 
 /* By every thread of the CTA (it synchronizes the CTA), where the launcher asks (stream_align: T > 16, where an
- * expert can hold more rows than a tile): the experts among `tiles` expert-sorted tiles, counted only where their
- * `entries` list entries (tiles, or PAIRS pairs of tiles) fit kCountRounds rounds of the grid (the count's loop,
- * on the kernel's start, stays within a few trips); otherwise `entries` (no expert shares). A thread sees up to
- * `trips` tiles, and __syncthreads_count counts threads, not their sums: the sum is taken bit by bit (4 barriers at
- * most: trips ≤ 2·kCountRounds·grid / 160 < 16). tile_expert is read at gpu scope, as build_groups reads it (GEMM2
- * asks before griddepcontrol.wait). */
+ * expert can hold more rows than a tile): the experts among `tiles` expert-sorted tiles (count_experts,
+ * stream_experts.cuh), counted only where their `entries` list entries (tiles, or PAIRS pairs of tiles) fit
+ * kCountRounds rounds of the grid (the count's loop, on the kernel's start, stays within a few trips: at most 14 at
+ * 160 threads, 4 barriers); otherwise `entries` (no expert shares). tile_expert is read at gpu scope, as
+ * build_groups reads it (GEMM2 asks before griddepcontrol.wait). */
 constexpr int32_t kCountRounds = 8;
 __device__ int32_t experts_of_entries(const int32_t* tile_expert, int32_t tiles, int32_t entries) {
   const bool counted = entries <= kCountRounds * static_cast<int32_t>(gridDim.x);
-  const int32_t step = static_cast<int32_t>(blockDim.x), trips = counted ? (tiles + step - 1) / step : 0;
-  int32_t firsts = 0;
-  for (int32_t t = static_cast<int32_t>(threadIdx.x); counted && t < tiles; t += step)
-    firsts += t == 0 || ld_relaxed(tile_expert + t) != ld_relaxed(tile_expert + t - 1);
-  int32_t experts = __syncthreads_count(firsts & 1);
-  for (int32_t b = 1; (1 << b) <= trips; ++b) experts += __syncthreads_count((firsts >> b) & 1) << b;
+  const int32_t experts = count_experts([&](int32_t t) { return ld_relaxed(tile_expert + t); }, counted ? tiles : 0,
+                                        static_cast<int32_t>(threadIdx.x), static_cast<int32_t>(blockDim.x));
   return counted ? experts : entries;
 }
 

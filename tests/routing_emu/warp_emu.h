@@ -1,16 +1,17 @@
-/* warp_emu.h — one thread block of up to 1,024 threads (one warp or several) on the host, for running device code from
- * kernels/ without a GPU (tests/test_routing_emu.cpp, tests/test_permute_emu.cpp, tests/test_slot_list_emu.cpp; the
- * scheduler is warp_emu.cpp). Each thread is a coroutine (ucontext) with its own stack, all on one host thread: a
- * thread runs until it reaches a warp-collective intrinsic (__shfl_sync, __shfl_xor_sync, __shfl_up_sync,
- * __ballot_sync, __any_sync, __all_sync, __reduce_{max,min,add}_sync, __match_any_sync, __syncwarp) or a block barrier
- * (__syncthreads, or a named barrier's emu_bar_sync; emu_bar_arrive counts without waiting), leaves its operand there
- * and yields. When all 32 lanes of a warp wait at a collective, the scheduler checks that it is the same one (a
- * divergent warp is reported, not emulated), computes every lane's result and resumes them; a barrier releases its
- * waiting threads once as many threads as it expects have arrived; a block in which nothing can move is reported as a
- * deadlock. So each warp runs in lockstep at every collective, as the converged warp the code assumes; each warp runs
- * as far as it can before the next (in forward or reverse order: emu::reverse_warps), so a missing barrier shows as a
- * warp reading what another has not yet written; shared memory is ordinary memory (a function-local __shared__
- * variable is a static), ordered by the single host thread. */
+/* warp_emu.h — one thread block of up to 1,024 threads (one warp or several) on the host, for running device code
+ * from kernels/ without a GPU (tests/test_routing_emu.cpp, tests/test_permute_emu.cpp,
+ * tests/test_slot_list_emu.cpp, tests/test_stream_experts_emu.cpp; the scheduler is warp_emu.cpp). Each thread is a
+ * coroutine (ucontext) with its own stack, all on one host thread: a thread runs until it reaches a warp-collective
+ * intrinsic (__shfl_sync, __shfl_xor_sync, __shfl_up_sync, __ballot_sync, __any_sync, __all_sync,
+ * __reduce_{max,min,add}_sync, __match_any_sync, __syncwarp) or a block barrier (__syncthreads,
+ * __syncthreads_count, or a named barrier's emu_bar_sync; emu_bar_arrive counts without waiting), leaves its
+ * operand there and yields. When all 32 lanes of a warp wait at a collective, the scheduler checks that it is the
+ * same one (a divergent warp is reported, not emulated), computes every lane's result and resumes them; a barrier
+ * releases its waiting threads once as many threads as it expects have arrived; a block in which nothing can move
+ * is reported as a deadlock. So each warp runs in lockstep at every collective, as the converged warp the code
+ * assumes; each warp runs as far as it can before the next (in forward or reverse order: emu::reverse_warps), so a
+ * missing barrier shows as a warp reading what another has not yet written; shared memory is ordinary memory (a
+ * function-local __shared__ variable is a static), ordered by the single host thread. */
 #ifndef FP8MOE_TESTS_WARP_EMU_H
 #define FP8MOE_TESTS_WARP_EMU_H
 
@@ -124,6 +125,17 @@ inline unsigned __match_any_sync(unsigned, int v) {
 }
 /* Block barriers: __syncthreads is barrier 0 over the whole block. */
 inline void __syncthreads() { emu::collective(emu::kBar, static_cast<unsigned>(emu::block->threads), 0); }
+/* __syncthreads_count on barrier 0: three barriers around a block-shared count (every reader of the previous call's
+ * count has passed the first before thread 0 clears it; every thread has added before any reads). */
+inline int __syncthreads_count(int predicate) {
+  static int count; /* the block's: one host thread runs one block at a time */
+  __syncthreads();
+  if (threadIdx.x == 0) count = 0;
+  __syncthreads();
+  count += predicate != 0;
+  __syncthreads();
+  return count;
+}
 inline void emu_bar_sync(unsigned id, unsigned threads) { emu::collective(emu::kBar, threads, id); }
 inline void emu_bar_arrive(unsigned id, unsigned threads) { emu::arrive(id, threads); }
 

@@ -1,0 +1,96 @@
+/* test_stream_experts_emu.cpp — the stream GEMMs' count of experts in their tile list (kernels/gemm/stream_experts.cuh:
+ * count_experts, which the expert-aligned split's rule reads; docs/GPU.md "Experts routed more than a unit") compiled
+ * for the host and run on the emulated block (routing_emu/warp_emu.h), against a plain count of expert starts. Block
+ * sizes 160 and 288 (the kernels': one MMA warpgroup and the producer warp, plus the HANDOFF kernels' epilogue
+ * warpgroup), 32 and 1,024; lists of 0 … 4,000 tiles, so that a thread sees 0, 1 or many tiles (the kernels count up
+ * to 2·8·132 tiles); experts one per tile, one for all, random runs, and starts placed on one thread's tiles only
+ * (where a count of threads instead of starts is most wrong); every thread must return the count; each case with the
+ * warps scheduled first to last and last to first. No GPU: the kernels' own use runs in test_gpu_sweep (cases (g),
+ * (h)). */
+#include <stdint.h>
+#include <stdio.h>
+
+#include <vector>
+
+#include "routing_rows.h"
+#include "common_host.h" /* before the kernel header: takes the place of kernels/common.cuh */
+#include "gemm/stream_experts.cuh"
+
+int fp8moe::sfu_error_ulps = 0; /* unused here: common_host.h's SFU stand-ins */
+
+namespace {
+
+constexpr int32_t kPoison = 0x5A5A5A5A;
+
+struct Job {
+  const std::vector<int32_t>* tile_expert;
+  int32_t tiles;
+  std::vector<int32_t>* result; /* per thread */
+};
+
+void body(unsigned thread, void* ctx) {
+  const Job* j = static_cast<const Job*>(ctx);
+  const int32_t* te = j->tile_expert->data();
+  (*j->result)[thread] = fp8moe::stream::count_experts([&](int32_t t) { return te[t]; }, j->tiles,
+                                                       static_cast<int32_t>(thread),
+                                                       static_cast<int32_t>(emu::block->threads));
+}
+
+/* tile_expert of kind k: expert ids non-decreasing along the list, as the permutation writes them. */
+std::vector<int32_t> make_list(int kind, int32_t tiles, int threads) {
+  std::vector<int32_t> te(static_cast<size_t>(tiles));
+  int32_t e = static_cast<int32_t>(routing_rows_u32() % 7u);
+  for (int32_t t = 0; t < tiles; ++t) {
+    bool start = t == 0;
+    switch (kind) {
+      case 0: start = true; break;                                  /* every tile its own expert */
+      case 1: break;                                                /* one expert for all */
+      case 2: start = start || routing_rows_u32() % 3u == 0; break; /* random runs, ~3 tiles each */
+      default: start = start || t % threads == 5 % threads; break;  /* starts on one thread's tiles only */
+    }
+    if (start && t > 0) e += 1 + static_cast<int32_t>(routing_rows_u32() % 3u);
+    te[static_cast<size_t>(t)] = e;
+  }
+  return te;
+}
+
+long check_case(int threads, int kind, int32_t tiles) {
+  const std::vector<int32_t> te = make_list(kind, tiles, threads);
+  int32_t want = 0;
+  for (int32_t t = 0; t < tiles; ++t) want += t == 0 || te[t] != te[t - 1];
+  std::vector<int32_t> got(static_cast<size_t>(threads), kPoison);
+  Job job = {&te, tiles, &got};
+  const char* err = emu::run_block(threads, body, &job);
+  const char* order = emu::reverse_warps ? ", warps in reverse" : "";
+  if (err) {
+    printf("FAIL threads %d kind %d tiles %d%s: %s\n", threads, kind, tiles, order, err);
+    return 1;
+  }
+  for (int i = 0; i < threads; ++i)
+    if (got[static_cast<size_t>(i)] != want) {
+      printf("FAIL threads %d kind %d tiles %d%s: thread %d counted %d experts, expected %d\n", threads, kind, tiles,
+             order, i, got[static_cast<size_t>(i)], want);
+      return 1;
+    }
+  return 0;
+}
+
+}  // namespace
+
+int main() {
+  const int thread_counts[] = {160, 288, 32, 1024};
+  long cases = 0, bad = 0;
+  for (int threads : thread_counts) {
+    const int32_t tile_counts[] = {0, 1, 2, threads - 1, threads, threads + 1, 2 * threads + 5, 361, 1024, 2112, 4000};
+    for (int32_t tiles : tile_counts)
+      for (int kind = 0; kind < 4; ++kind)
+        for (int reverse = 0; reverse < 2; ++reverse) {
+          emu::reverse_warps = reverse != 0;
+          ++cases;
+          bad += check_case(threads, kind, tiles);
+        }
+  }
+  printf("%ld cases, %ld failed; %ld collectives and barriers emulated\n", cases, bad, emu::block->collectives);
+  printf("test_stream_experts_emu: %ld passed, %ld failed\n", cases - bad, bad);
+  return bad == 0 ? 0 : 1;
+}
