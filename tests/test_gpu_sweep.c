@@ -439,6 +439,21 @@ static void route_forty_experts(pg_problem* p) {
     for (int64_t k = 0; k < c->K; ++k) pg_set(p->topk_ids, c->ids_dtype, t * c->K + k, (double)((4 * t + k) % 40));
 }
 
+/* One routed problem (T, H, I, E, K; PRECOMPUTED ids from `route`) in every format of the decode rows, seeds seed + f;
+ * under --quick only format `quick_format`. */
+static void routed_in_formats(suite* s, const char* tag, size_t quick_format, int64_t T, int64_t H, int64_t I,
+                              int32_t E, int32_t K, uint64_t seed, void (*route)(pg_problem*)) {
+  static const int32_t formats[] = {FP8MOE_QUANT_FP8_PER_TENSOR, FP8MOE_QUANT_FP8_BLOCK128,
+                                    FP8MOE_QUANT_FP8_PER_CHANNEL};
+  for (size_t f = 0; f < sizeof formats / sizeof formats[0]; ++f) {
+    if (s->quick && f != quick_format) continue;
+    pg_config c;
+    pg_config_init(&c, FP8MOE_ROUTING_PRECOMPUTED, formats[f], T, H, I, E, K);
+    c.seed = seed + (uint64_t)f;
+    generate_routed_and_compare(s, &c, tag, route);
+  }
+}
+
 static void decode_rows_on(suite* s, const char* tag) {
   static const int32_t formats[] = {FP8MOE_QUANT_FP8_PER_TENSOR, FP8MOE_QUANT_FP8_BLOCK128,
                                     FP8MOE_QUANT_FP8_PER_CHANNEL};
@@ -517,23 +532,11 @@ static void decode_rows_on(suite* s, const char* tag) {
    * than CTAs in both GEMMs on 132 CTAs (GEMM1 14 × 20 groups, GEMM2 14 × 10 column units), so the stream GEMMs
    * take the expert-aligned split (9 CTAs a tile), and with units of two tiles (FALLBACK=l: 7 entries) GEMM1 does
    * (kernels/gemm/stream_split.h). */
-  for (size_t f = 0; f < sizeof formats / sizeof formats[0]; ++f) {
-    if (s->quick && f != 1) continue;
-    pg_config c;
-    pg_config_init(&c, FP8MOE_ROUTING_PRECOMPUTED, formats[f], 96, 2560, 2560, 16, 2);
-    c.seed = 7600 + (uint64_t)f;
-    generate_routed_and_compare(s, &c, tag, route_experts_many_tiles);
-  }
+  routed_in_formats(s, tag, 1, 96, 2560, 2560, 16, 2, 7600, route_experts_many_tiles);
   /* (h) more entries than CTAs (SMALL: 2,048 rows over 256 experts): 160 tiles of 40 experts, so on 132 CTAs both
    * GEMMs take the expert-aligned split in two rounds on 80 CTAs (fp8moe_split_rounds); with units of two tiles
    * (FALLBACK=l) 80 entries spread one a CTA. */
-  for (size_t f = 0; f < sizeof formats / sizeof formats[0]; ++f) {
-    if (s->quick && f != 0) continue;
-    pg_config c;
-    pg_config_init(&c, FP8MOE_ROUTING_PRECOMPUTED, formats[f], 512, 256, 256, 256, 4);
-    c.seed = 7700 + (uint64_t)f;
-    generate_routed_and_compare(s, &c, tag, route_forty_experts);
-  }
+  routed_in_formats(s, tag, 0, 512, 256, 256, 256, 4, 7700, route_forty_experts);
 }
 
 /* The decode rows on the suite's context (the register pair; under FALLBACK=l on cc 9.0 the stream pair). */

@@ -65,8 +65,9 @@ FP8MOE_SPLIT_FN int64_t fp8moe_split_ctas_tiles(int64_t grid, int64_t tiles, int
  * split's terms the entries are renumbered CTA-major (virtual entry v = CTA·R + round, fp8moe_split_round_entry;
  * W = C·R·per_tile, begin(c) = c·R·per_tile), and CTA c's range ends after its real entries
  * (fp8moe_split_round_count: the last round's slots past `entries` are empty). Each CTA streams R entries where
- * stream-K gave it entries / grid, so it pays where entries / experts ≥ 1.1·R·grid / entries: returns R (≥ 2)
- * there, else 0. */
+ * stream-K gave it entries / grid, so it pays where the reads per weight byte saved beat that: entries / experts ≥
+ * 1.3·R·grid / entries (kimi-k2 uniform T = 512, 1.22 by this measure, lost 2.5–3.6 % in rounds on an H100; skewed,
+ * 1.44, gained 11–13 %): returns R (≥ 2) there, else 0. */
 FP8MOE_SPLIT_FN int64_t fp8moe_split_rounds(int64_t grid, int64_t entries, int64_t experts) {
   if (grid <= 0 || entries <= grid || experts <= 0 || experts >= entries) return 0;
   const int64_t r = (entries + grid - 1) / grid;
