@@ -1091,15 +1091,6 @@ static void stream_handoff_rule(void) {
 
 /* Units of two tiles (fp8moe_cuda_plan_stream_pairs): only where one expert can be routed more than a tile's
  * 16 rows, i.e. T > 16 (a token routes to an expert at most once), and on the shapes measured to gain. */
-/* The expert-aligned split (fp8moe_cuda_plan_stream_align): only where an expert can hold more than one tile. */
-static void stream_align_rule(void) {
-  const fp8moe_problem at = problem(16, 5120, 8192, 16, 1, 0x10000), past = problem(17, 5120, 8192, 16, 1, 0x10000),
-                       skewed = problem(128, 5120, 8192, 16, 1, 0x10000);
-  EXPECT(!fp8moe_cuda_plan_stream_align(&at, 1) && fp8moe_cuda_plan_stream_align(&past, 1) &&
-             fp8moe_cuda_plan_stream_align(&skewed, 1) && !fp8moe_cuda_plan_stream_align(&skewed, 0),
-         "the expert-aligned split from T = 17 (an expert holds at most T rows), never in mode 0");
-}
-
 static void stream_pairs_rule(void) {
   static const struct {
     int64_t T, H, I;
@@ -1136,6 +1127,15 @@ static void stream_pairs_rule(void) {
   EXPECT(fp8moe_cuda_plan_stream_pairs(&small, 2) && !fp8moe_cuda_plan_stream_pairs(&at, 2) &&
              !fp8moe_cuda_plan_stream_pairs(&small, 0) && !fp8moe_cuda_plan_stream_pairs(&small, 1),
          "mode 2 (\"l\"): the pairs from T = 17 on any shape; mode 0 (\"b\"): never");
+}
+
+/* The expert-aligned split (fp8moe_cuda_plan_stream_align): only where an expert can hold more than one tile. */
+static void stream_align_rule(void) {
+  const fp8moe_problem at = problem(16, 5120, 8192, 16, 1, 0x10000), past = problem(17, 5120, 8192, 16, 1, 0x10000),
+                       skewed = problem(128, 5120, 8192, 16, 1, 0x10000);
+  EXPECT(!fp8moe_cuda_plan_stream_align(&at, 1) && fp8moe_cuda_plan_stream_align(&past, 1) &&
+             fp8moe_cuda_plan_stream_align(&skewed, 1) && !fp8moe_cuda_plan_stream_align(&skewed, 0),
+         "the expert-aligned split from T = 17 (an expert holds at most T rows), never in mode 0");
 }
 
 /* A workspace sized by query_workspace at a host's largest T serves every smaller T of the same layer (docs/DESIGN.md
