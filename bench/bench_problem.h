@@ -1,7 +1,7 @@
 /* bench_problem.h — one benchmark problem: a model's weights (host copies for the CPU oracle, device
  * copies for the timed runs), the per-point inputs, the fp8moe_moe_args describing them, and the check of a
- * GPU result against the CPU backend on sampled tokens (docs/PERFORMANCE.md: "a fast bench of wrong
- * numbers is worthless"). */
+ * GPU result against the CPU backend on sampled tokens (docs/PERFORMANCE.md "Protocol", "Checked"; a point
+ * whose numbers are wrong is never timed). */
 #ifndef FP8MOE_BENCH_PROBLEM_H
 #define FP8MOE_BENCH_PROBLEM_H
 

@@ -1,5 +1,5 @@
 /* bench_roofline.c — the ceilings every point is judged against, measured in the same process
- * (docs/PERFORMANCE.md, "The floor"): HBM streaming read with the bench's own kernel, device-to-device
+ * (docs/PERFORMANCE.md "Protocol", "Floor"): HBM streaming read with the bench's own kernel, device-to-device
  * copy, and cuBLASLt FP8 GEMMs with per-tensor and with 1×128 · 128×128 block scales. cuBLASLt is dlopened
  * here only: the plugin itself never depends on it. */
 #define _POSIX_C_SOURCE 200809L
