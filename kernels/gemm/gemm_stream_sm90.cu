@@ -75,7 +75,7 @@ static_assert(FP8MOE_STREAM_PARTIAL_FLOATS == 4 * kRows * kConsumers,
  * fp8moe_cuda_plan_stream_pairs): a unit takes two consecutive tiles of one expert, 32 token rows (wgmma N = 32),
  * so an expert with 17–32 rows streams its weights once instead of once per tile (docs/GPU.md "Units of two
  * tiles"). Their list of units (first tile, one or two) is built per CTA in shared memory (build_groups). */
-constexpr int kListTiles = 1024;  /* the list's capacity: max_tiles ≤ 2·E at the stream rows' < 16 rows per expert */
+constexpr int kListTiles = FP8MOE_STREAM_LIST_TILES; /* stream_experts.cuh */
 constexpr int kListExperts = 512; /* first tile of each local expert */
 static_assert(kListTiles <= FP8MOE_SM90_PAIR_TWO, "tile numbers fit below the list entry's flag bit");
 
@@ -103,8 +103,6 @@ struct SmemT {
   uint64_t epi_full;  /* the accumulators are in epi (kConsumers arrivals) */
   uint64_t epi_empty; /* the epilogue is done reading epi (kEpilogue arrivals) */
   int32_t last;       /* the fixup's verdict, broadcast to the epilogue warpgroup */
-  int32_t unused_; /* unused (build_groups returns the list's length); dropping it moves the list's offsets
-                      and the PAIRS kernels' register allocation, so it goes with the next device-verified change */
   int32_t warp_count[8]; /* PAIRS: build_groups' compaction, one per warp; 8 so that no vector load of its 5
                             reads past it (racecheck saw one overlap group_first) */
   uint16_t group_first[PAIRS ? kListTiles : 1]; /* PAIRS: first tile | FP8MOE_SM90_PAIR_TWO (sm90_items.h) */
@@ -222,49 +220,37 @@ __device__ __forceinline__ Group group_at(const SM& sm, int32_t g) {
   }
 }
 
-/* PAIRS, by every thread of the CTA before the roles split (it synchronizes the CTA): the unit list of the first
- * `tiles` tiles in tile order — tile t starts a unit when it is an even number of tiles past its expert's first
- * (the permutation keeps an expert's tiles consecutive and tile_expert non-decreasing), and takes t + 1 too when
- * that is the same expert's. Returns the list's length. tile_expert is read at gpu scope (L2): GEMM2 builds the
- * list before griddepcontrol.wait, as its producer reads the tile list (file comment). */
-template <class SM>
-__device__ int32_t build_groups(SM& sm, const int32_t* tile_expert, int32_t tiles) {
-  constexpr int n = block_threads<false>(), kWarps = n / 32; /* the PAIRS kernels' 160 threads */
-  static_assert(kWarps <= 8, "warp_count holds one count per warp");
-  const int tid = static_cast<int>(threadIdx.x), warp = tid / 32;
-  for (int32_t t = tid; t < tiles; t += n) {
-    const int32_t e = ld_relaxed(tile_expert + t);
-    if (t == 0 || ld_relaxed(tile_expert + t - 1) != e) sm.first_tile[e] = static_cast<int16_t>(t);
-  }
-  __syncthreads();
-  int32_t base = 0;
-#pragma unroll 1
-  for (int32_t c0 = 0; c0 < tiles; c0 += n) {
-    const int32_t t = c0 + tid;
-    bool start = false, two = false;
-    if (t < tiles) {
-      const int32_t e = ld_relaxed(tile_expert + t);
-      start = ((t - sm.first_tile[e]) & 1) == 0;
-      two = start && t + 1 < tiles && ld_relaxed(tile_expert + t + 1) == e;
-    }
-    base = ordered_append<kWarps>(start, static_cast<uint16_t>(t | (two ? FP8MOE_SM90_PAIR_TWO : 0u)), warp, base,
-                                  sm.warp_count, sm.group_first, [] { __syncthreads(); });
-  }
-  return base;
-}
-
 /* By every thread of the CTA (it synchronizes the CTA), where the launcher asks (stream_align: T > 16, where an
  * expert can hold more rows than a tile): the experts among `tiles` expert-sorted tiles (count_experts,
  * stream_experts.cuh), counted only where their `entries` list entries (tiles, or PAIRS pairs of tiles) fit
  * kCountRounds rounds of the grid (the count's loop, on the kernel's start, stays within a few trips: at most 14 at
  * 160 threads, 4 barriers); otherwise `entries` (no expert shares). tile_expert is read at gpu scope, as
- * build_groups reads it (GEMM2 asks before griddepcontrol.wait). */
+ * build_groups reads it (GEMM2 asks before griddepcontrol.wait). The PAIRS kernels pass build_groups' count
+ * (`counted`), the same number. */
 constexpr int32_t kCountRounds = 8;
 __device__ int32_t experts_of_entries(const int32_t* tile_expert, int32_t tiles, int32_t entries) {
   const bool counted = entries <= kCountRounds * static_cast<int32_t>(gridDim.x);
   const int32_t experts = count_experts([&](int32_t t) { return ld_relaxed(tile_expert + t); }, counted ? tiles : 0,
                                         static_cast<int32_t>(threadIdx.x), static_cast<int32_t>(blockDim.x));
   return counted ? experts : entries;
+}
+__device__ __forceinline__ int32_t experts_of_entries(int32_t counted, int32_t entries) {
+  return entries <= kCountRounds * static_cast<int32_t>(gridDim.x) ? counted : entries;
+}
+
+/* The unit list's length (tiles, or PAIRS entries of build_groups' list) and, where the launcher asks (stream_align),
+ * the experts among them for range_of (else the length: no expert shares). By every thread of the CTA. */
+template <bool PAIRS, class SM>
+__device__ __forceinline__ GroupList unit_list(SM& sm, const int32_t* tile_expert, int32_t tiles, int32_t align) {
+  if constexpr (PAIRS) {
+    /* tile_expert at gpu scope (L2): GEMM2 builds the list before griddepcontrol.wait (file comment) */
+    const GroupList g = build_groups<block_threads<false>()>(
+        sm, [&](int32_t t) { return ld_relaxed(tile_expert + t); }, tiles);
+    return {g.entries, align != 0 ? experts_of_entries(g.experts, g.entries) : g.entries};
+  } else {
+    (void)sm;
+    return {tiles, align != 0 ? experts_of_entries(tile_expert, tiles, tiles) : tiles};
+  }
 }
 
 /* An L2 prefetch of element (i0, i1) of a scale tensor: a hint only, so a scale that a unit's epilogue reads
@@ -753,9 +739,8 @@ __global__ void __launch_bounds__(block_threads<HANDOFF>(), 1)
   wait_prior(); /* x, its scales and the expert-sorted rows come from the kernels before */
   allow_next();
   const int32_t tiles = *a.num_tiles;
-  int32_t units = tiles; /* per column group */
-  if constexpr (PAIRS) units = build_groups(sm, a.tile_expert, units);
-  const int32_t experts = a.stream_align != 0 ? experts_of_entries(a.tile_expert, tiles, units) : units;
+  const GroupList ul = unit_list<PAIRS>(sm, a.tile_expert, tiles, a.stream_align);
+  const int32_t units = ul.entries, experts = ul.experts; /* per column group */
   const Range rg = range_of<!HANDOFF>(units, a.I / kBox, a.H / kBK, experts);
   if (rg.begin >= rg.end) return;
   if (threadIdx.x >= kProducer) {
@@ -894,9 +879,8 @@ __global__ void __launch_bounds__(block_threads<HANDOFF>(), 1)
   const int32_t col_units = (a.H + kUnitRows - 1) / kUnitRows, kblocks = a.I / kBK;
   /* PAIRS: the unit list, from the tile list as the producer reads it before the wait (file comment) */
   const int32_t tiles = ld_relaxed(a.num_tiles);
-  int32_t units = tiles;
-  if constexpr (PAIRS) units = build_groups(sm, a.tile_expert, tiles);
-  const int32_t experts = a.stream_align != 0 ? experts_of_entries(a.tile_expert, tiles, units) : units;
+  const GroupList ul = unit_list<PAIRS>(sm, a.tile_expert, tiles, a.stream_align);
+  const int32_t units = ul.entries, experts = ul.experts;
   if (threadIdx.x >= kProducer) {
     if (threadIdx.x == kProducer) {
       prefetch_map(&map_w);
