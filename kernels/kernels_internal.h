@@ -124,6 +124,11 @@ typedef struct fp8moe_quantize_input_args {
   int32_t pad_;
 } fp8moe_quantize_input_args;
 int fp8moe_launch_quantize_input(const fp8moe_quantize_input_args* a, cudaStream_t stream);
+/* The same, but token t's codes go to xq + dest_rows[t·K + k]·H for every k < K with dest_rows[t·K + k] ≥ 0 (the
+ * permutation's slot_row: GEMM1's expert-sorted rows, loaded by TMA; docs/GPU.md "Expert-sorted activations")
+ * instead of row t; the scales xs stay per token. */
+int fp8moe_launch_quantize_input_sorted(const fp8moe_quantize_input_args* a, const int32_t* dest_rows,
+                                        cudaStream_t stream);
 
 /* ---- prologue.cu: small T in one launch — routing (or PRECOMPUTED intake), the expert-sorted slot list
  * (permute.cu's outputs, rows of one expert in ascending slot order) and the input quantization, plus the
@@ -245,6 +250,10 @@ typedef struct fp8moe_gemm1_args {
                                   tile; the launcher keeps single tiles past its list's capacity) */
   int32_t stream_align;        /* stream kernels only: 1 = the expert-aligned split where an expert's rows fill
                                   more than one unit list entry (fp8moe_cuda_plan_stream_align; stream_split.h) */
+  int32_t x_sorted;            /* sm90 pair items only (not alternate, no clusters): 1 = x holds the expert-sorted
+                                  rows, row r of tile_m·max_tiles the codes of sorted row r (stride x_stride = H;
+                                  padding rows unwritten), loaded by TMA; the scales stay per token. 0 = rows
+                                  gathered by token (docs/GPU.md "Expert-sorted activations") */
 } fp8moe_gemm1_args;
 int fp8moe_launch_gemm1(const fp8moe_gemm1_args* a, cudaStream_t stream);
 /* sm_90a: needs tile_m 64, w 16-byte aligned with strides multiples of 16, a->tma_encode; encodes the weight

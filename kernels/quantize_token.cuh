@@ -99,9 +99,21 @@ __device__ __forceinline__ void token_amax(const fp8moe_quantize_input_args& a, 
   if (threadIdx.x == 0) atomic_amax(a.amax, m);
 }
 
-/* Encodes token t (for DYN_TENSOR *a.amax must be final). */
-template <int THREADS>
-__device__ __forceinline__ void quantize_token(const fp8moe_quantize_input_args& a, int64_t t, float wt) {
+/* SORTED: v, the codes at byte `off` of token t's row, into each of the token's expert-sorted rows (dest_rows). */
+template <class V>
+__device__ __forceinline__ void store_sorted(const fp8moe_quantize_input_args& a, const int32_t* dest_rows, int64_t t,
+                                             int64_t off, V v) {
+  for (int32_t k = 0; k < a.K; ++k) {
+    const int32_t r = dest_rows[t * a.K + k];
+    if (r >= 0) *reinterpret_cast<V*>(a.xq + static_cast<int64_t>(r) * a.H + off) = v;
+  }
+}
+
+/* Encodes token t (for DYN_TENSOR *a.amax must be final); SORTED: into the rows dest_rows names
+ * (fp8moe_launch_quantize_input_sorted), not row t. */
+template <int THREADS, bool SORTED = false>
+__device__ __forceinline__ void quantize_token(const fp8moe_quantize_input_args& a, int64_t t, float wt,
+                                               const int32_t* dest_rows = nullptr) {
   uint32_t* out = reinterpret_cast<uint32_t*>(a.xq + t * a.H);
   if (a.mode == FP8MOE_ACTQ_GROUP128) {
     /* A half-warp per 1×128 group, 8 elements (one 16-byte load) per lane: a warp encodes two groups per step, so
@@ -131,7 +143,8 @@ __device__ __forceinline__ void quantize_token(const fp8moe_quantize_input_args&
         const float s = dynamic_scale(m);
         const EncodeScale q = encode_scale(s);
         if (g < groups) {
-          reinterpret_cast<uint2*>(out)[g * 16 + hl] = make_uint2(quant4(lo, q), quant4(hi, q));
+          if constexpr (SORTED) store_sorted(a, dest_rows, t, (g * 16 + hl) * 8, make_uint2(quant4(lo, q), quant4(hi, q)));
+          else reinterpret_cast<uint2*>(out)[g * 16 + hl] = make_uint2(quant4(lo, q), quant4(hi, q));
           if (hl == 0) a.xs[t * groups + g] = s;
         }
       }
@@ -155,7 +168,10 @@ __device__ __forceinline__ void quantize_token(const fp8moe_quantize_input_args&
 #pragma unroll
     for (int b = 0; b < kQuantBatch; ++b) {
       const int64_t i = i0 + b * THREADS * 4;
-      if (i < a.H) out[i / 4] = quant4(scaled4(a, raw[b], wt), q);
+      if (i < a.H) {
+        if constexpr (SORTED) store_sorted(a, dest_rows, t, i, quant4(scaled4(a, raw[b], wt), q));
+        else out[i / 4] = quant4(scaled4(a, raw[b], wt), q);
+      }
     }
   }
 }

@@ -47,6 +47,15 @@ if(FP8MOE_WITH_CUDA AND TARGET fp8moe_test_ref)
   add_test(NAME test_gpu_sweep_sm90_v COMMAND test_gpu_sweep --large)
   set_tests_properties(test_gpu_sweep_sm90_v PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600 LABELS gpu
                        ENVIRONMENT "FP8MOE_LIBRARY=$<TARGET_FILE:fp8moe>;FP8MOE_CUDA_GEMM_FALLBACK=v")
+  # The pair items' A by TMA from expert-sorted rows (opt-in "7", docs/GPU.md "Expert-sorted activations": the input
+  # quantization writes each token's codes into its slots' rows, in y's bytes): every large-M plan row on the 128-row
+  # pairs (--large), and with the size rules off ("7l") the full sweep, where the pairs run from 2 tiles per expert.
+  add_test(NAME test_gpu_sweep_sm90_7 COMMAND test_gpu_sweep --large)
+  set_tests_properties(test_gpu_sweep_sm90_7 PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600 LABELS gpu
+                       ENVIRONMENT "FP8MOE_LIBRARY=$<TARGET_FILE:fp8moe>;FP8MOE_CUDA_GEMM_FALLBACK=7")
+  add_test(NAME test_gpu_sweep_sm90_7l COMMAND test_gpu_sweep)
+  set_tests_properties(test_gpu_sweep_sm90_7l PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600 LABELS gpu
+                       ENVIRONMENT "FP8MOE_LIBRARY=$<TARGET_FILE:fp8moe>;FP8MOE_CUDA_GEMM_FALLBACK=7l")
   # The 64-row GEMM1 kernel itself (gemm1_wgmma_sm90.cu; "g" takes it instead of the alternating pair kernel, the
   # default for 64-row items since 2026-12-03, docs/GPU.md "Alternating 64-row items"): with "v" every large-M row.
   add_test(NAME test_gpu_sweep_sm90_vg COMMAND test_gpu_sweep --large)

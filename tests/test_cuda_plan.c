@@ -309,9 +309,16 @@ static void sm90_variants(void) {
   EXPECT(fp8moe_cuda_plan_context_sm90_variant().gemm1_claim == 1, "FALLBACK without y: claimed items");
   EXPECT(fp8moe_cuda_plan_context_sm90_variant().gemm1_pair_cluster == 0, "FALLBACK without e: one CTA per pair item");
   EXPECT(stream_is(1, 1, 1), "FALLBACK without h, b or 3: the stream handoff, units of two tiles, the aligned split");
+  EXPECT(fp8moe_cuda_plan_context_sm90_variant().gemm1_sorted_x == 0, "FALLBACK without 7: the pair items gather A");
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "3", 1);
   EXPECT(variant_is(overlap, grouped, grouped) && clusters_are(0) && stream_is(1, 1, 0),
          "FALLBACK=3: the stream GEMMs without the expert-aligned split, nothing else changed");
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "7", 1);
+  EXPECT(variant_is(overlap, grouped, grouped) && clusters_are(0) && stream_is(1, 1, 1) &&
+             fp8moe_cuda_plan_context_sm90_variant().gemm1_sorted_x == 1 &&
+             fp8moe_cuda_plan_context_sm90_variant().gemm1_alternate == 1 &&
+             fp8moe_cuda_plan_context_sm90_variant().gemm1_pair_cluster == 0,
+         "FALLBACK=7: the pair items' A from expert-sorted rows, nothing else changed");
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "h", 1);
   EXPECT(variant_is(overlap, grouped, grouped) && clusters_are(0) &&
              fp8moe_cuda_plan_context_sm90_variant().gemm1_claim == 1 && stream_is(0, 1, 1),
@@ -1160,7 +1167,7 @@ static void workspace_grows_with_T(void) {
   static const int32_t formats[] = {FP8MOE_QUANT_FP8_PER_TENSOR, FP8MOE_QUANT_FP8_PER_TENSOR,
                                     FP8MOE_QUANT_FP8_BLOCK128};
   static const int32_t requants[] = {FP8MOE_REQUANT_STATIC, FP8MOE_REQUANT_TENSOR, FP8MOE_REQUANT_GROUP};
-  long bad = 0;
+  long bad = 0, sorted_bad = 0, sorted_seen = 0;
   for (size_t i = 0; i < n; ++i)
     for (size_t f = 0; f < 3; ++f)
       for (int fp8_in = 0; fp8_in < 2; ++fp8_in) {
@@ -1176,6 +1183,14 @@ static void workspace_grows_with_T(void) {
           p.hidden_is_fp8 = fp8_in;
           fp8moe_cuda_layout l;
           fp8moe_cuda_layout_make(&p, 90, &l);
+          /* the expert-sorted activations ("7") live in y's bytes, only where all rows fit them */
+          const size_t y_bytes = (size_t)(T * shapes[i][3]) * (size_t)shapes[i][0] * 2;
+          const int sorted_fits = !fp8_in && (size_t)l.rows * (size_t)shapes[i][0] <= y_bytes;
+          if ((sorted_fits ? l.xq_sorted != l.y : l.xq_sorted != 0) && sorted_bad++ < 5)
+            fprintf(stderr, "H %lld I %lld E %lld K %lld T %lld fp8 in %d: xq_sorted at %zu, y at %zu, rows %lld\n",
+                    (long long)shapes[i][0], (long long)shapes[i][1], (long long)shapes[i][2], (long long)shapes[i][3],
+                    (long long)T, fp8_in, l.xq_sorted, l.y, (long long)l.rows);
+          sorted_seen += sorted_fits;
           if (l.total < most && bad++ < 5)
             fprintf(stderr, "H %lld I %lld E %lld K %lld E_local %lld format %d fp8 in %d: T = %lld needs %zu bytes, "
                     "T = %lld needed %zu\n", (long long)shapes[i][0], (long long)shapes[i][1], (long long)shapes[i][2],
@@ -1188,6 +1203,9 @@ static void workspace_grows_with_T(void) {
         }
       }
   EXPECT(bad == 0, "%ld (shape, T) points need less workspace than a smaller T of the same shape", bad);
+  EXPECT(sorted_bad == 0 && sorted_seen > 1000,
+         "expert-sorted activations in y's bytes exactly where rows·H fits them (%ld wrong, %ld points with room)",
+         sorted_bad, sorted_seen);
 }
 
 int main(void) {

@@ -149,10 +149,11 @@ __device__ __forceinline__ int32_t exchange_claim(PairAddr sm, uint32_t rank, ui
  * no scale addresses in their registers. Each thread's share of the stage's full barrier completes when its
  * copies land (publish_gathered; its plain arrive's release also covers the shared-memory stores), as
  * gemm1_wgmma_sm90.cu. */
-template <bool BLOCK, bool F32, bool ALT, bool CLUSTER>
-__device__ __forceinline__ void produce_pairs(const fp8moe_gemm1_args& a, const CUtensorMap& map_w, PairAddr sm,
-                                              int kblocks) {
+template <bool BLOCK, bool F32, bool ALT, bool CLUSTER, bool SORTED>
+__device__ __forceinline__ void produce_pairs(const fp8moe_gemm1_args& a, const CUtensorMap& map_w,
+                                              const CUtensorMap& map_a, PairAddr sm, int kblocks) {
   static_assert(!(ALT && CLUSTER), "clusters of pair items only");
+  static_assert(!(SORTED && (ALT || CLUSTER)), "expert-sorted rows: the one-CTA pair items only");
   constexpr int kRowSets = ALT ? 4 : 8; /* rows rb + 16i gathered per stage: one tile or two */
   constexpr int32_t kPeers = CLUSTER ? 2 : 1;
   const uint32_t rank = CLUSTER ? cluster_ctarank() : 0u;
@@ -193,7 +194,8 @@ __device__ __forceinline__ void produce_pairs(const fp8moe_gemm1_args& a, const 
     uint32_t valid = 0; /* bit i: row rb + 16i is a real row */
 #pragma unroll
     for (int i = 0; i < kRowSets; ++i) {
-      const int32_t slot = (i < 4 || two) ? a.sorted_slots[row0 + rb + 16 * i] : -1;
+      /* SORTED: no gathering (thread 0 loads the pair's rows by TMA), nothing read */
+      const int32_t slot = !SORTED && (i < 4 || two) ? a.sorted_slots[row0 + rb + 16 * i] : -1;
       tok[i] = slot >= 0 ? static_cast<uint32_t>(slot / a.K) : 0u;
       valid |= slot >= 0 ? 1u << i : 0u;
     }
@@ -210,7 +212,13 @@ __device__ __forceinline__ void produce_pairs(const fp8moe_gemm1_args& a, const 
       mbar_wait(sm.empty(s), ((it / kStages) & 1u) ^ 1u);
       if (p == 0) {
         if (claimed && kb == 0) st_shared_s32(sm.stage_item(s), w); /* released by the arrive below */
-        mbar_arrive_expect_tx(sm.full(s), 2 * kBTileBytes);
+        /* SORTED: the pair's rows, one 64-row box per tile (a single pair's warpgroup 1 reads no A: one box); padding
+         * rows come as they are in memory (never written) and the epilogue stores zeros for them */
+        mbar_arrive_expect_tx(sm.full(s), 2 * kBTileBytes + (SORTED ? (two ? 2 : 1) * kATileBytes : 0));
+        if (SORTED) {
+          tma_load_2d(sm.a(s, 0), &map_a, sm.full(s), kb * kBK, static_cast<int32_t>(row0));
+          if (two) tma_load_2d(sm.a(s, 1), &map_a, sm.full(s), kb * kBK, static_cast<int32_t>(row0 + kBM));
+        }
         if (CLUSTER && share) {
           tma_load_3d_multicast(sm.b(s, static_cast<int>(rank)), &map_w, sm.full(s), kb * kBK,
                                 rank == 0 ? gate_row : up_row, e, static_cast<uint16_t>(0x3));
@@ -219,11 +227,13 @@ __device__ __forceinline__ void produce_pairs(const fp8moe_gemm1_args& a, const 
           tma_load_3d(sm.b(s, 1), &map_w, sm.full(s), kb * kBK, up_row, e);
         }
       }
-      const uint32_t dst = sm.a(s, 0) + dst0;
-      const uint8_t* x_off = a.x + (c * 16 + kb * kBK);
+      if (!SORTED) {
+        const uint32_t dst = sm.a(s, 0) + dst0;
+        const uint8_t* x_off = a.x + (c * 16 + kb * kBK);
 #pragma unroll
-      for (int i = 0; i < kRowSets; ++i) /* rows 64.. (i ≥ 4) land in the second A tile, right after the first */
-        cp_async_row16(dst + static_cast<uint32_t>(16 * i * kBK), x_off, tok[i], stride, (valid >> i) & 1u ? 16 : 0);
+        for (int i = 0; i < kRowSets; ++i) /* rows 64.. (i ≥ 4) land in the second A tile, right after the first */
+          cp_async_row16(dst + static_cast<uint32_t>(16 * i * kBK), x_off, tok[i], stride, (valid >> i) & 1u ? 16 : 0);
+      }
       if (BLOCK && (!ALT || c < 4)) {
         const uint32_t ds = sm.row_scale(s, rb + 16 * c);
         if (F32) {
@@ -259,9 +269,12 @@ __device__ __forceinline__ void produce_pairs(const fp8moe_gemm1_args& a, const 
 
 #endif
 
-template <int SCALE, bool F32, bool ALT, bool CLUSTER = false>
+/* SORTED (a.x_sorted; pair items, one CTA): A by TMA from the expert-sorted rows through map_a (docs/GPU.md
+ * "Expert-sorted activations"); every other instantiation ignores map_a. */
+template <int SCALE, bool F32, bool ALT, bool CLUSTER = false, bool SORTED = false>
 __global__ void __launch_bounds__(kThreads, 1)
-    gemm1_wgmma128_kernel(const __grid_constant__ fp8moe_gemm1_args a, const __grid_constant__ CUtensorMap map_w) {
+    gemm1_wgmma128_kernel(const __grid_constant__ fp8moe_gemm1_args a, const __grid_constant__ CUtensorMap map_w,
+                          const __grid_constant__ CUtensorMap map_a) {
 #if FP8MOE_SM90A
   constexpr int32_t kPeers = CLUSTER ? 2 : 1;
   extern __shared__ uint8_t smem_raw[];
@@ -282,7 +295,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   if (threadIdx.x < 128) {
     setmaxnreg_dec<kProducerRegs>();
     if (!ALT) wait_pairs(pair_addr_of(smem_raw)); /* the consumers built the pair list */
-    produce_pairs<SCALE == FP8MOE_SCALE_BLOCK, F32, ALT, CLUSTER>(a, map_w, pair_addr_of(smem_raw), a.H / kBK);
+    produce_pairs<SCALE == FP8MOE_SCALE_BLOCK, F32, ALT, CLUSTER, SORTED>(a, map_w, map_a, pair_addr_of(smem_raw),
+                                                                         a.H / kBK);
     if (CLUSTER) cluster_sync_all(); /* neither CTA exits while its peer may multicast into it or arrive on it */
     return;
   }
@@ -369,7 +383,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       cg = ld_shared_f32(sp.w_scale(s, 0));
       cu = ld_shared_f32(sp.w_scale(s, 1));
     };
-    consume_pair<SCALE == FP8MOE_SCALE_BLOCK, true, true, kPeers>(sp, ha, kblocks, it, acc_g, acc_u, scales);
+    consume_pair<SCALE == FP8MOE_SCALE_BLOCK, true, !SORTED, kPeers>(sp, ha, kblocks, it, acc_g, acc_u, scales);
     /* every warp's full waits are done: the other's turn (per warp, so none of this warpgroup can still be short
      * of its own turn wait when the other warpgroup hands back) */
     if (ALT) hand_turn();
@@ -416,7 +430,8 @@ __global__ void __launch_bounds__(kThreads, 1)
           gv = gv * tw[h];
           uv = uv * tw[h];
         }
-        const float v = gated_activation(decltype(act)::value, gv, uv);
+        float v = gated_activation(decltype(act)::value, gv, uv);
+        if (SORTED) v = tok[h] >= 0 ? v : 0.0f; /* a padding row's A was never written: its outputs are zeros */
         acc_g[i] = v;
         m[h] = fmaxf(m[h], finite_abs(v));
       }
@@ -496,27 +511,31 @@ __global__ void __launch_bounds__(kThreads, 1)
 #elif defined(__CUDA_ARCH__)
   (void)a;
   (void)map_w;
+  (void)map_a;
   __trap(); /* the plan selects this kernel only where the sm_90a SASS loads */
 #endif
 }
 
-using Kernel = void (*)(fp8moe_gemm1_args, CUtensorMap);
+using Kernel = void (*)(fp8moe_gemm1_args, CUtensorMap, CUtensorMap);
 
-/* max_clusters > 0 (pair items only): the cluster kernel on 2 × min(units, max_clusters) CTAs. */
+/* max_clusters > 0 (pair items only): the cluster kernel on 2 × min(units, max_clusters) CTAs. ma: the expert-sorted
+ * rows' tensor map where a.x_sorted (otherwise unread). */
 template <int SCALE, bool F32 = false>
-cudaError_t launch(const fp8moe_gemm1_args& a, const CUtensorMap& mw, cudaStream_t stream) {
+cudaError_t launch(const fp8moe_gemm1_args& a, const CUtensorMap& mw, const CUtensorMap& ma, cudaStream_t stream) {
   const int64_t items = (a.alternate ? a.max_tiles : max_pairs(a.max_tiles, a.E_local)) * (a.I / kBN);
   if (!a.alternate && a.max_clusters > 0) {
     const int64_t units = (items + 1) / 2;
     const ClusterConfig c(dim3(static_cast<unsigned>(2 * (units < a.max_clusters ? units : a.max_clusters))), stream,
                           kPairSmemBytes);
-    return cudaLaunchKernelEx(&c.cfg, gemm1_wgmma128_kernel<SCALE, F32, false, true>, a, mw);
+    return cudaLaunchKernelEx(&c.cfg, gemm1_wgmma128_kernel<SCALE, F32, false, true>, a, mw, ma);
   }
   const int64_t ctas_max = a.max_ctas / FP8MOE_GEMM1_CTAS_PER_SM;
   const int64_t grid = items < ctas_max ? items : ctas_max;
   const dim3 g(static_cast<unsigned>(grid));
-  if (a.alternate) gemm1_wgmma128_kernel<SCALE, F32, true><<<g, kThreads, kPairSmemBytes, stream>>>(a, mw);
-  else gemm1_wgmma128_kernel<SCALE, F32, false><<<g, kThreads, kPairSmemBytes, stream>>>(a, mw);
+  if (a.alternate) gemm1_wgmma128_kernel<SCALE, F32, true><<<g, kThreads, kPairSmemBytes, stream>>>(a, mw, ma);
+  else if (a.x_sorted)
+    gemm1_wgmma128_kernel<SCALE, F32, false, false, true><<<g, kThreads, kPairSmemBytes, stream>>>(a, mw, ma);
+  else gemm1_wgmma128_kernel<SCALE, F32, false><<<g, kThreads, kPairSmemBytes, stream>>>(a, mw, ma);
   return cudaGetLastError();
 }
 
@@ -527,6 +546,9 @@ cudaError_t raise_smem() {
   if (e == cudaSuccess)
     e = cudaFuncSetAttribute(gemm1_wgmma128_kernel<SCALE, F32, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              static_cast<int>(kPairSmemBytes));
+  if (e == cudaSuccess)
+    e = cudaFuncSetAttribute(gemm1_wgmma128_kernel<SCALE, F32, false, false, true>,
+                             cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kPairSmemBytes));
   return e;
 }
 template <int SCALE, bool F32>
@@ -563,10 +585,19 @@ extern "C" int fp8moe_launch_gemm1_sm90_pairs(const fp8moe_gemm1_args* a, cudaSt
   const uint64_t dw[3] = {static_cast<uint64_t>(a->H), 2 * static_cast<uint64_t>(a->I),
                           static_cast<uint64_t>(a->E_local)};
   const uint64_t sw[2] = {static_cast<uint64_t>(a->w_stride_n), static_cast<uint64_t>(a->w_stride_e)};
-  const int e = fp8moe_sm90_encode(a->tma_encode, &mw, a->w, 3, dw, sw, kBK, kBN);
+  int e = fp8moe_sm90_encode(a->tma_encode, &mw, a->w, 3, dw, sw, kBK, kBN);
   if (e != 0) return e;
+  /* expert-sorted rows (one-CTA pair items only): x is [max_tiles · 64, H] at stride x_stride, by 64-row boxes */
+  CUtensorMap ma = {};
+  if (a->x_sorted) {
+    if (a->alternate || a->max_clusters > 0) return cudaErrorInvalidValue;
+    const uint64_t dx[2] = {static_cast<uint64_t>(a->H), static_cast<uint64_t>(a->max_tiles) * kBM};
+    const uint64_t sx[1] = {static_cast<uint64_t>(a->x_stride)};
+    e = fp8moe_sm90_encode(a->tma_encode, &ma, a->x, 2, dx, sx, kBK, kBM);
+    if (e != 0) return e;
+  }
   return static_cast<int>(with_scale_kind(a->scale_mode, a->x_scale.dt, a->w_scale.dt, [&](auto k) {
-    return launch<decltype(k)::scale, decltype(k)::f32>(*a, mw, stream);
+    return launch<decltype(k)::scale, decltype(k)::f32>(*a, mw, ma, stream);
   }));
 }
 

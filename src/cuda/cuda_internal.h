@@ -38,6 +38,7 @@ typedef struct fp8moe_cuda_impl {
   int32_t stream_pairs;       /* the same: the stream GEMMs' units of two tiles where the plan takes them */
   int32_t stream_align;       /* the same: the stream GEMMs' expert-aligned split where the plan allows it */
   int32_t gemm1_pair_clusters; /* the same for the 128-row GEMM1's cluster kernel ("e"; 0: one CTA per item) */
+  int32_t gemm1_sorted_x;     /* the same: the pair items' A by TMA from expert-sorted rows ("7") */
   int32_t gemm1_clusters, gemm2_clusters; /* 2-CTA clusters of the sm90 GEMM1 / GEMM2 resident at once where
                                              the variant takes the cluster kernels (fp8moe_prepare_gemm{1,2}_
                                              sm90_clusters); 0: the one-CTA kernel */
@@ -58,6 +59,9 @@ typedef struct fp8moe_cuda_layout {
   size_t inter;          /* fp32 [rows,I] (deferred requantization only) */
   size_t row_amax;       /* uint32 [rows] (per-row deferred requantization only) */
   size_t y;              /* bf16 [T·K,H] */
+  size_t xq_sorted;      /* e4m3 [rows,H], GEMM1's expert-sorted activations ("7"), in y's bytes (y is written only
+                            after GEMM1): the offset of y where rows·H fits them, else 0 (docs/GPU.md "Expert-sorted
+                            activations") */
   size_t stream_partials; /* fp32 [FP8MOE_STREAM_MAX_CTAS][2][FP8MOE_STREAM_PARTIAL_FLOATS] where a stream row
                              can match (cuda_plan.c), shared by both stream GEMMs; never read before written */
   size_t row_amax_bytes; /* bytes of row_amax to zero per run */

@@ -50,6 +50,8 @@ void fp8moe_cuda_layout_make(const fp8moe_problem* p, int32_t cc, fp8moe_cuda_la
   l->row_amax_bytes = p->requant == FP8MOE_REQUANT_ROW ? rows * 4 : 0;
   l->row_amax = l->row_amax_bytes ? take(&c, l->row_amax_bytes) : 0;
   l->y = take(&c, TK * H * 2); /* bf16 slot outputs, one row per slot (docs/GPU.md "Workspace") */
+  /* GEMM1's expert-sorted activations share y's bytes where they fit (rows ≤ 2·T·K: from ~64 rows per expert) */
+  l->xq_sorted = !p->hidden_is_fp8 && rows * H <= TK * H * 2 ? l->y : 0;
   /* The stream GEMMs' split units: two partial tiles per CTA (docs/GPU.md "Weight-streaming decode GEMMs"). */
   l->stream_partials = fp8moe_cuda_plan_stream_workspace(cc, p)
                            ? take(&c, (size_t)FP8MOE_STREAM_MAX_CTAS * 2 * FP8MOE_STREAM_PARTIAL_FLOATS * 4)

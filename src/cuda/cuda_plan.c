@@ -201,8 +201,10 @@ int fp8moe_cuda_plan_stream_workspace(int32_t cc, const fp8moe_problem* p) {
  * "y" keeps the static walk b, b + grid, …. */
 /* The 128-row GEMM1's 2-CTA clusters ("e": W13 boxes multicast to the two pair items of one column block and
  * expert, docs/GPU.md "2-CTA pair clusters") are off until they have run on a GPU. */
+/* The pair items' A from expert-sorted rows ("7", docs/GPU.md "Expert-sorted activations") is off until it has run
+ * on a GPU and a rule says where it pays. */
 static const fp8moe_sm90_variant k_sm90_default = {FP8MOE_SM90_LOOP_OVERLAP, FP8MOE_SM90_ORDER_GROUPED,
-                                                   FP8MOE_SM90_ORDER_GROUPED, 0, 0, 1, 1, 1, 1, 0, 1};
+                                                   FP8MOE_SM90_ORDER_GROUPED, 0, 0, 1, 1, 1, 1, 0, 1, 0};
 
 fp8moe_sm90_variant fp8moe_cuda_plan_context_sm90_variant(void) {
   fp8moe_sm90_variant v = k_sm90_default;
@@ -224,6 +226,7 @@ fp8moe_sm90_variant fp8moe_cuda_plan_context_sm90_variant(void) {
   if (strchr(sw, 'l') != NULL) v.stream_pairs = 2; /* the size rules off: wherever an expert can hold two tiles */
   if (strchr(sw, 'b') != NULL) v.stream_pairs = 0;
   if (strchr(sw, '3') != NULL) v.stream_align = 0;
+  if (strchr(sw, '7') != NULL) v.gemm1_sorted_x = 1;
   return v;
 }
 

@@ -98,6 +98,9 @@ typedef struct fp8moe_sm90_variant {
                                  where the clusters fit the device; 0: one CTA per item */
   int32_t stream_align;    /* 1: the stream GEMMs' expert-aligned split where fp8moe_cuda_plan_stream_align says so;
                               0 ("3"): stream-K over the whole grid there too */
+  int32_t gemm1_sorted_x;  /* 1 ("7"): the input quantization writes each token's codes into its expert-sorted rows
+                              and the one-CTA pair items load A from them by TMA (docs/GPU.md "Expert-sorted
+                              activations"); 0: the pair items gather A by token */
 } fp8moe_sm90_variant;
 
 /* At context creation: the default variant (data in cuda_plan.c: both GEMMs grouped), with each letter
@@ -107,7 +110,8 @@ typedef struct fp8moe_sm90_variant {
  * GEMMs in 2-CTA clusters with TMA multicast of the shared weights, "n" the one-CTA GEMMs (wins over "m"), "g"
  * the 64-row GEMM1 kernel for 64-row items, "y" the pair kernel's static item walk, "h" the stream GEMMs without
  * their epilogue warpgroup, "b" the stream GEMMs without units of two tiles, "e" the 128-row GEMM1's pair items in
- * 2-CTA clusters ("n" wins over it), "3" the stream GEMMs without the expert-aligned split.
+ * 2-CTA clusters ("n" wins over it), "3" the stream GEMMs without the expert-aligned split, "7" the pair items' A
+ * from expert-sorted rows by TMA.
  * Letters of the other switches ("1", "2", "d", "k", "j", "p", "c", "s") leave it. */
 fp8moe_sm90_variant fp8moe_cuda_plan_context_sm90_variant(void);
 

@@ -157,12 +157,23 @@ static int quantize_args_of(const fp8moe_problem* p, const fp8moe_cuda_layout* l
   return 1;
 }
 
+/* Whether this run's GEMM1 pair items read A from expert-sorted rows ("7", docs/GPU.md "Expert-sorted
+ * activations"): the variant asks, the separate launches run (their input quantization writes the rows; the
+ * prologue does not), the input is quantized, the plan's GEMM1 is the 128-row kernel on one CTA per item, and y's
+ * bytes hold the rows. experts() takes that kernel and refuses the flag anywhere else. */
+static int sorted_x(const fp8moe_cuda_impl* impl, const fp8moe_problem* p, const fp8moe_cuda_layout* l) {
+  if (!impl->gemm1_sorted_x || l->xq_sorted == 0 || p->hidden_is_fp8 || impl->gemm1_pair_clusters > 0) return 0;
+  const uint32_t offers = fp8moe_cuda_plan_offers(p, impl->plan_offers, impl->sm_count);
+  const fp8moe_plan_row* k1 = fp8moe_cuda_plan_pick(FP8MOE_GEMM1, impl->compute_capability, p, offers);
+  return k1 != NULL && k1->kernel == FP8MOE_GEMM_WGMMA128_SM90;
+}
+
 /* Separate launches (any T): routing or PRECOMPUTED intake → permutation (one block, or three launches over
  * chunks of slots at large T·K: the layout's permute_chunk) → input quantization. The scalar words, the per-row
  * amax and device_status are zeroed by the routing grid; before the PRECOMPUTED intake, which counts skipped ids
  * into device_status as it runs, by memsets. */
 static int32_t stages_before_gemm1(const fp8moe_cuda_impl* impl, const fp8moe_problem* p, const fp8moe_cuda_layout* l,
-                                   char* ws, cudaStream_t s, fp8moe_gemm1_args* g, fp8moe_err* err) {
+                                   char* ws, cudaStream_t s, int sorted, fp8moe_gemm1_args* g, fp8moe_err* err) {
   if (p->routing_method == FP8MOE_ROUTING_PRECOMPUTED) {
     FORWARD_IF_ERROR(check(cudaMemsetAsync(ws + l->scalars, 0, FP8MOE_CUDA_S_WORDS * 4, s), "zeroing scalars", err));
     if (l->row_amax_bytes)
@@ -194,7 +205,12 @@ static int32_t stages_before_gemm1(const fp8moe_cuda_impl* impl, const fp8moe_pr
   FORWARD_IF_ERROR(check(fp8moe_launch_permute(&pa, s), "permutation", err));
   fp8moe_quantize_input_args q;
   if (!quantize_args_of(p, l, ws, g, &q)) return FP8MOE_STATUS_OK;
-  return check(fp8moe_launch_quantize_input(&q, s), "input quantization", err);
+  if (!sorted) return check(fp8moe_launch_quantize_input(&q, s), "input quantization", err);
+  q.xq = (uint8_t*)(ws + l->xq_sorted); /* each token's codes into its slots' sorted rows, in y's bytes (sorted_x) */
+  g->x = q.xq;
+  g->x_sorted = 1;
+  return check(fp8moe_launch_quantize_input_sorted(&q, (const int32_t*)(ws + l->slot_row), s), "input quantization",
+               err);
 }
 
 /* The same stages in one launch at small T (the plan's prologue rule; single_block: its one-block variant at the
@@ -273,6 +289,9 @@ static int32_t experts(const fp8moe_cuda_impl* impl, const fp8moe_problem* p, co
   RETURN_IF(k1 == NULL || k2 == NULL, err, FP8MOE_STATUS_DEVICE_ERROR,
             "run: no GEMM kernel in the plan for compute capability %d; got none; expected a plan row",
             (int)impl->compute_capability);
+  RETURN_IF(g->x_sorted && k1->kernel != FP8MOE_GEMM_WGMMA128_SM90, err, FP8MOE_STATUS_INTERNAL,
+            "run: expert-sorted activations for GEMM1 kernel %d; got kernel %d; expected the 128-row kernel (%d)",
+            (int)k1->kernel, (int)k1->kernel, (int)FP8MOE_GEMM_WGMMA128_SM90);
 
   fp8moe_gemm2_args g2;
   memset(&g2, 0, sizeof g2);
@@ -406,7 +425,7 @@ int32_t fp8moe_cuda_enqueue(const fp8moe_cuda_impl* impl, const fp8moe_problem* 
   if (prologue != FP8MOE_PROLOGUE_SEPARATE)
     FORWARD_IF_ERROR(fused_prologue(impl, p, &l, ws, s, prologue == FP8MOE_PROLOGUE_BLOCK, &g, err));
   else
-    FORWARD_IF_ERROR(stages_before_gemm1(impl, p, &l, ws, s, &g, err));
+    FORWARD_IF_ERROR(stages_before_gemm1(impl, p, &l, ws, s, sorted_x(impl, p, &l), &g, err));
   FORWARD_IF_ERROR(experts(impl, p, &l, ws, s, &g, err));
   return combine(p, &l, ws, s, err);
 }
