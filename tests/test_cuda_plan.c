@@ -309,16 +309,18 @@ static void sm90_variants(void) {
   EXPECT(fp8moe_cuda_plan_context_sm90_variant().gemm1_claim == 1, "FALLBACK without y: claimed items");
   EXPECT(fp8moe_cuda_plan_context_sm90_variant().gemm1_pair_cluster == 0, "FALLBACK without e: one CTA per pair item");
   EXPECT(stream_is(1, 1, 1), "FALLBACK without h, b or 3: the stream handoff, units of two tiles, the aligned split");
-  EXPECT(fp8moe_cuda_plan_context_sm90_variant().gemm1_sorted_x == 0, "FALLBACK without 7: the pair items gather A");
+  EXPECT(fp8moe_cuda_plan_context_sm90_variant().gemm1_sorted_x == 1, "FALLBACK without 7 or 8: the sorted-x rule");
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "3", 1);
   EXPECT(variant_is(overlap, grouped, grouped) && clusters_are(0) && stream_is(1, 1, 0),
          "FALLBACK=3: the stream GEMMs without the expert-aligned split, nothing else changed");
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "7", 1);
   EXPECT(variant_is(overlap, grouped, grouped) && clusters_are(0) && stream_is(1, 1, 1) &&
-             fp8moe_cuda_plan_context_sm90_variant().gemm1_sorted_x == 1 &&
+             fp8moe_cuda_plan_context_sm90_variant().gemm1_sorted_x == 2 &&
              fp8moe_cuda_plan_context_sm90_variant().gemm1_alternate == 1 &&
              fp8moe_cuda_plan_context_sm90_variant().gemm1_pair_cluster == 0,
-         "FALLBACK=7: the pair items' A from expert-sorted rows, nothing else changed");
+         "FALLBACK=7: the pair items' A from expert-sorted rows wherever they can, nothing else changed");
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "78", 1);
+  EXPECT(fp8moe_cuda_plan_context_sm90_variant().gemm1_sorted_x == 0, "FALLBACK=78: 8 wins, the pair items gather A");
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "h", 1);
   EXPECT(variant_is(overlap, grouped, grouped) && clusters_are(0) &&
              fp8moe_cuda_plan_context_sm90_variant().gemm1_claim == 1 && stream_is(0, 1, 1),
@@ -1145,6 +1147,24 @@ static void stream_align_rule(void) {
          "the expert-aligned split from T = 17 (an expert holds at most T rows), never in mode 0");
 }
 
+/* The expert-sorted activations' rule (fp8moe_cuda_plan_sorted_x): K ≤ 2 and ≥ 512 rows per expert on average. */
+static void sorted_x_rule(void) {
+  const fp8moe_problem mixtral_512 = problem(512, 4096, 14336, 8, 2, 0x10000),
+                       mixtral_2048 = problem(2048, 4096, 14336, 8, 2, 0x10000),
+                       scout_2048 = problem(2048, 5120, 8192, 16, 1, 0x10000),
+                       scout_8192 = problem(8192, 5120, 8192, 16, 1, 0x10000),
+                       deepseek_8192 = problem(8192, 7168, 2048, 256, 8, 0x10000),
+                       k4 = problem(8192, 4096, 4096, 64, 4, 0x10000);
+  EXPECT(!fp8moe_cuda_plan_sorted_x(&mixtral_512, 1) && fp8moe_cuda_plan_sorted_x(&mixtral_2048, 1) &&
+             !fp8moe_cuda_plan_sorted_x(&scout_2048, 1) && fp8moe_cuda_plan_sorted_x(&scout_8192, 1),
+         "the measured points: mixtral-8x7b from T = 2048 (512 rows per expert), llama4-scout at T = 8192, not below");
+  EXPECT(!fp8moe_cuda_plan_sorted_x(&deepseek_8192, 1) && !fp8moe_cuda_plan_sorted_x(&k4, 1),
+         "K > 2: never by the rule (K copies of every row)");
+  EXPECT(fp8moe_cuda_plan_sorted_x(&deepseek_8192, 2) && fp8moe_cuda_plan_sorted_x(&mixtral_512, 2) &&
+             !fp8moe_cuda_plan_sorted_x(&mixtral_2048, 0),
+         "mode 2 (\"7\") everywhere, mode 0 (\"8\") never");
+}
+
 /* A workspace sized by query_workspace at a host's largest T serves every smaller T of the same layer (docs/DESIGN.md
  * "Workspace"): the layout's total never shrinks as T grows. Model shapes and the tests' small ones (H = I = 128, one
  * local expert: there the stream GEMMs' fixed partials outweigh everything else at large T), each format's
@@ -1214,6 +1234,7 @@ int main(void) {
   stream_handoff_rule();
   stream_pairs_rule();
   stream_align_rule();
+  sorted_x_rule();
   size_rule();
   gemm2_pairs();
   pair_lists();

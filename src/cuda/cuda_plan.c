@@ -201,10 +201,10 @@ int fp8moe_cuda_plan_stream_workspace(int32_t cc, const fp8moe_problem* p) {
  * "y" keeps the static walk b, b + grid, …. */
 /* The 128-row GEMM1's 2-CTA clusters ("e": W13 boxes multicast to the two pair items of one column block and
  * expert, docs/GPU.md "2-CTA pair clusters") are off until they have run on a GPU. */
-/* The pair items' A from expert-sorted rows ("7", docs/GPU.md "Expert-sorted activations") is off until it has run
- * on a GPU and a rule says where it pays. */
+/* The pair items' A from expert-sorted rows where fp8moe_cuda_plan_sorted_x says so (docs/GPU.md "Expert-sorted
+ * activations"). */
 static const fp8moe_sm90_variant k_sm90_default = {FP8MOE_SM90_LOOP_OVERLAP, FP8MOE_SM90_ORDER_GROUPED,
-                                                   FP8MOE_SM90_ORDER_GROUPED, 0, 0, 1, 1, 1, 1, 0, 1, 0};
+                                                   FP8MOE_SM90_ORDER_GROUPED, 0, 0, 1, 1, 1, 1, 0, 1, 1};
 
 fp8moe_sm90_variant fp8moe_cuda_plan_context_sm90_variant(void) {
   fp8moe_sm90_variant v = k_sm90_default;
@@ -226,7 +226,8 @@ fp8moe_sm90_variant fp8moe_cuda_plan_context_sm90_variant(void) {
   if (strchr(sw, 'l') != NULL) v.stream_pairs = 2; /* the size rules off: wherever an expert can hold two tiles */
   if (strchr(sw, 'b') != NULL) v.stream_pairs = 0;
   if (strchr(sw, '3') != NULL) v.stream_align = 0;
-  if (strchr(sw, '7') != NULL) v.gemm1_sorted_x = 1;
+  if (strchr(sw, '7') != NULL) v.gemm1_sorted_x = 2;
+  if (strchr(sw, '8') != NULL) v.gemm1_sorted_x = 0;
   return v;
 }
 
@@ -345,6 +346,11 @@ int32_t fp8moe_cuda_plan_stream_pairs(const fp8moe_problem* p, int32_t mode) {
 
 int32_t fp8moe_cuda_plan_stream_align(const fp8moe_problem* p, int32_t mode) {
   return mode != 0 && p->T > FP8MOE_GEMM_TILE_M_SMALL;
+}
+
+int32_t fp8moe_cuda_plan_sorted_x(const fp8moe_problem* p, int32_t mode) {
+  return mode == 2 || (mode == 1 && p->K <= FP8MOE_SORTED_X_MAX_K &&
+                       p->T * (int64_t)p->K >= (int64_t)FP8MOE_SORTED_X_MIN_ROWS * p->E);
 }
 
 int32_t fp8moe_cuda_plan_stream_handoff(const fp8moe_problem* p, fp8moe_gemm_which gemm, int32_t ctas) {

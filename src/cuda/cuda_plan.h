@@ -98,9 +98,9 @@ typedef struct fp8moe_sm90_variant {
                                  where the clusters fit the device; 0: one CTA per item */
   int32_t stream_align;    /* 1: the stream GEMMs' expert-aligned split where fp8moe_cuda_plan_stream_align says so;
                               0 ("3"): stream-K over the whole grid there too */
-  int32_t gemm1_sorted_x;  /* 1 ("7"): the input quantization writes each token's codes into its expert-sorted rows
-                              and the one-CTA pair items load A from them by TMA (docs/GPU.md "Expert-sorted
-                              activations"); 0: the pair items gather A by token */
+  int32_t gemm1_sorted_x;  /* the input quantization writes each token's codes into its expert-sorted rows and the
+                              one-CTA pair items load A from them by TMA (docs/GPU.md "Expert-sorted activations"):
+                              1 where fp8moe_cuda_plan_sorted_x says so, 2 ("7") wherever they can, 0 ("8") never */
 } fp8moe_sm90_variant;
 
 /* At context creation: the default variant (data in cuda_plan.c: both GEMMs grouped), with each letter
@@ -111,7 +111,7 @@ typedef struct fp8moe_sm90_variant {
  * the 64-row GEMM1 kernel for 64-row items, "y" the pair kernel's static item walk, "h" the stream GEMMs without
  * their epilogue warpgroup, "b" the stream GEMMs without units of two tiles, "e" the 128-row GEMM1's pair items in
  * 2-CTA clusters ("n" wins over it), "3" the stream GEMMs without the expert-aligned split, "7" the pair items' A
- * from expert-sorted rows by TMA.
+ * from expert-sorted rows by TMA wherever they can, "8" never (wins over "7").
  * Letters of the other switches ("1", "2", "d", "k", "j", "p", "c", "s") leave it. */
 fp8moe_sm90_variant fp8moe_cuda_plan_context_sm90_variant(void);
 
@@ -167,6 +167,17 @@ int32_t fp8moe_cuda_plan_stream_pairs(const fp8moe_problem* p, int32_t mode);
  * most T rows); the kernels then look at the tile list for an expert that fills more than one unit. Mode:
  * fp8moe_sm90_variant's stream_align (0 never). */
 int32_t fp8moe_cuda_plan_stream_align(const fp8moe_problem* p, int32_t mode);
+/* Whether the 128-row GEMM1's pair items read A by TMA from expert-sorted rows (docs/GPU.md "Expert-sorted
+ * activations"; the caller also needs that kernel, one CTA per item, the separate launches and room in y's bytes).
+ * The input quantization then writes K copies of every token's row, T·K·H bytes instead of T·H, so it pays where K is
+ * small and the pairs are long: H100, paired A/B both orders (session 41), mixtral-8x7b (K = 2) T = 2048 and 8192
+ * −5 to −6 % of the layer (512 and 2,048 rows per expert), llama4-scout (K = 1) T = 8192 −3 to −4 % (512), neutral at
+ * T = 2048 (128 rows), mixtral-8x7b T = 512 (128) +3 to +4 %; with K = 8 (deepseek-v3, qwen3-30b-a3b at T = 8192)
+ * +1 to +4 %. So K ≤ FP8MOE_SORTED_X_MAX_K and at least FP8MOE_SORTED_X_MIN_ROWS rows per expert on average.
+ * Mode: fp8moe_sm90_variant's gemm1_sorted_x (0 never, 1 this rule, 2 wherever the kernel runs). */
+#define FP8MOE_SORTED_X_MAX_K 2
+#define FP8MOE_SORTED_X_MIN_ROWS 512
+int32_t fp8moe_cuda_plan_sorted_x(const fp8moe_problem* p, int32_t mode);
 
 typedef struct fp8moe_plan_row {
   int32_t gemm;        /* fp8moe_gemm_which */

@@ -157,12 +157,14 @@ static int quantize_args_of(const fp8moe_problem* p, const fp8moe_cuda_layout* l
   return 1;
 }
 
-/* Whether this run's GEMM1 pair items read A from expert-sorted rows ("7", docs/GPU.md "Expert-sorted
- * activations"): the variant asks, the separate launches run (their input quantization writes the rows; the
+/* Whether this run's GEMM1 pair items read A from expert-sorted rows (docs/GPU.md "Expert-sorted activations"):
+ * the plan's rule (fp8moe_cuda_plan_sorted_x, with the variant's mode) says so, the separate launches run (their input quantization writes the rows; the
  * prologue does not), the input is quantized, the plan's GEMM1 is the 128-row kernel on one CTA per item, and y's
  * bytes hold the rows. experts() takes that kernel and refuses the flag anywhere else. */
 static int sorted_x(const fp8moe_cuda_impl* impl, const fp8moe_problem* p, const fp8moe_cuda_layout* l) {
-  if (!impl->gemm1_sorted_x || l->xq_sorted == 0 || p->hidden_is_fp8 || impl->gemm1_pair_clusters > 0) return 0;
+  if (!fp8moe_cuda_plan_sorted_x(p, impl->gemm1_sorted_x) || l->xq_sorted == 0 || p->hidden_is_fp8 ||
+      impl->gemm1_pair_clusters > 0)
+    return 0;
   const uint32_t offers = fp8moe_cuda_plan_offers(p, impl->plan_offers, impl->sm_count);
   const fp8moe_plan_row* k1 = fp8moe_cuda_plan_pick(FP8MOE_GEMM1, impl->compute_capability, p, offers);
   return k1 != NULL && k1->kernel == FP8MOE_GEMM_WGMMA128_SM90;
