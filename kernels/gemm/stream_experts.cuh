@@ -28,7 +28,7 @@ __device__ __forceinline__ int32_t block_sum_by_bits(int32_t count, int32_t trip
 
 /* The experts among `tiles` expert-sorted tiles, by every thread of the block (it synchronizes the block, also where
  * tiles ≤ 0). Thread i looks at tiles i, i + threads, …, so a thread can see several starts (⌈tiles / threads⌉ trips
- * at most). The PAIRS kernels count the same starts in build_groups' first pass (gemm_stream_sm90.cu). */
+ * at most). The PAIRS kernels count the same starts in build_groups' first pass (below). */
 template <class ExpertOf>
 __device__ __forceinline__ int32_t count_experts(ExpertOf expert_of, int32_t tiles, int32_t thread, int32_t threads) {
   const int32_t trips = tiles > 0 ? (tiles + threads - 1) / threads : 0;
