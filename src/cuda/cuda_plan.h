@@ -170,13 +170,14 @@ int32_t fp8moe_cuda_plan_stream_align(const fp8moe_problem* p, int32_t mode);
 /* Whether the 128-row GEMM1's pair items read A by TMA from expert-sorted rows (docs/GPU.md "Expert-sorted
  * activations"; the caller also needs that kernel, one CTA per item, the separate launches and room in y's bytes).
  * The input quantization then writes K copies of every token's row, T·K·H bytes instead of T·H, so it pays where K is
- * small and the pairs are long: H100, paired A/B both orders (session 41), mixtral-8x7b (K = 2) T = 2048 and 8192
- * −5 to −6 % of the layer (512 and 2,048 rows per expert), llama4-scout (K = 1) T = 8192 −3 to −4 % (512), neutral at
- * T = 2048 (128 rows), mixtral-8x7b T = 512 (128) +3 to +4 %; with K = 8 (deepseek-v3, qwen3-30b-a3b at T = 8192)
- * +1 to +4 %. So K ≤ FP8MOE_SORTED_X_MAX_K and at least FP8MOE_SORTED_X_MIN_ROWS rows per expert on average.
+ * small and the pairs are long: H100, paired A/B both orders (sessions 41–42), mixtral-8x7b (K = 2) T = 2048 and 8192
+ * −5 to −6 % of the layer (512 and 2,048 rows per expert), T = 1024 −4 % (256), llama4-scout (K = 1) T = 8192 −3 to
+ * −4 % (512), T = 4096 −2 % (256), neutral at T = 2048 (128 rows), mixtral-8x7b T = 512 (128) +3 to +4 %; with K = 8
+ * (deepseek-v3, qwen3-30b-a3b at T = 8192) +1 to +4 %. So K ≤ FP8MOE_SORTED_X_MAX_K and at least
+ * FP8MOE_SORTED_X_MIN_ROWS rows per expert on average.
  * Mode: fp8moe_sm90_variant's gemm1_sorted_x (0 never, 1 this rule, 2 wherever the kernel runs). */
 #define FP8MOE_SORTED_X_MAX_K 2
-#define FP8MOE_SORTED_X_MIN_ROWS 512
+#define FP8MOE_SORTED_X_MIN_ROWS 256
 int32_t fp8moe_cuda_plan_sorted_x(const fp8moe_problem* p, int32_t mode);
 
 typedef struct fp8moe_plan_row {
