@@ -1150,6 +1150,7 @@ static void stream_align_rule(void) {
 /* The expert-sorted activations' rule (fp8moe_cuda_plan_sorted_x): K ≤ 2 and ≥ 256 rows per expert on average. */
 static void sorted_x_rule(void) {
   const fp8moe_problem mixtral_512 = problem(512, 4096, 14336, 8, 2, 0x10000),
+                       mixtral_1023 = problem(1023, 4096, 14336, 8, 2, 0x10000),
                        mixtral_1024 = problem(1024, 4096, 14336, 8, 2, 0x10000),
                        mixtral_2048 = problem(2048, 4096, 14336, 8, 2, 0x10000),
                        scout_2048 = problem(2048, 5120, 8192, 16, 1, 0x10000),
@@ -1160,6 +1161,7 @@ static void sorted_x_rule(void) {
              fp8moe_cuda_plan_sorted_x(&mixtral_2048, 1) && !fp8moe_cuda_plan_sorted_x(&scout_2048, 1) &&
              fp8moe_cuda_plan_sorted_x(&scout_4096, 1),
          "the measured points: mixtral-8x7b from T = 1024 (256 rows per expert), llama4-scout from T = 4096, not below");
+  EXPECT(!fp8moe_cuda_plan_sorted_x(&mixtral_1023, 1), "T·K = 2,046 < 256·E = 2,048: the threshold is the average's");
   EXPECT(!fp8moe_cuda_plan_sorted_x(&deepseek_8192, 1) && !fp8moe_cuda_plan_sorted_x(&k4, 1),
          "K > 2: never by the rule (K copies of every row)");
   EXPECT(fp8moe_cuda_plan_sorted_x(&deepseek_8192, 2) && fp8moe_cuda_plan_sorted_x(&mixtral_512, 2) &&
