@@ -5,8 +5,8 @@
  * (an amax pass runs first); GROUP128 per 1×128 group (xs [T,H/128]); ROW per token (xs [T]).
  * The per-token work is quantize_token.cuh (shared with the fused small-T prologue, prologue.cu, which
  * also runs the amax pass itself and then asks for the encoding pass alone: amax_done).
- * The sorted launch writes the codes to the token's expert-sorted rows instead of row t (GEMM1's pair items then load them
- * by TMA: docs/GPU.md "Expert-sorted activations"). Launch: one block of 256 threads per token (both passes). */
+ * The sorted launch writes the codes to the token's expert-sorted rows instead of row t (GEMM1's pair items then load
+ * them by TMA: docs/GPU.md "Expert-sorted activations"). Launch: one block of 256 threads per token (both passes). */
 #include "common.cuh"
 #include "pdl.cuh"
 #include "quantize_token.cuh"

@@ -143,7 +143,8 @@ __device__ __forceinline__ void quantize_token(const fp8moe_quantize_input_args&
         const float s = dynamic_scale(m);
         const EncodeScale q = encode_scale(s);
         if (g < groups) {
-          if constexpr (SORTED) store_sorted(a, dest_rows, t, (g * 16 + hl) * 8, make_uint2(quant4(lo, q), quant4(hi, q)));
+          if constexpr (SORTED)
+            store_sorted(a, dest_rows, t, (g * 16 + hl) * 8, make_uint2(quant4(lo, q), quant4(hi, q)));
           else reinterpret_cast<uint2*>(out)[g * 16 + hl] = make_uint2(quant4(lo, q), quant4(hi, q));
           if (hl == 0) a.xs[t * groups + g] = s;
         }

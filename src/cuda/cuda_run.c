@@ -158,9 +158,10 @@ static int quantize_args_of(const fp8moe_problem* p, const fp8moe_cuda_layout* l
 }
 
 /* Whether this run's GEMM1 pair items read A from expert-sorted rows (docs/GPU.md "Expert-sorted activations"):
- * the plan's rule (fp8moe_cuda_plan_sorted_x, with the variant's mode) says so, the separate launches run (their input quantization writes the rows; the
- * prologue does not), the input is quantized, the plan's GEMM1 is the 128-row kernel on one CTA per item, and y's
- * bytes hold the rows. experts() takes that kernel and refuses the flag anywhere else. */
+ * the plan's rule (fp8moe_cuda_plan_sorted_x, with the variant's mode) says so, the separate launches run (their
+ * input quantization writes the rows; the prologue does not), the input is quantized, the plan's GEMM1 is the
+ * 128-row kernel on one CTA per item, and y's bytes hold the rows. experts() takes that kernel and refuses the flag
+ * anywhere else. */
 static int sorted_x(const fp8moe_cuda_impl* impl, const fp8moe_problem* p, const fp8moe_cuda_layout* l) {
   if (!fp8moe_cuda_plan_sorted_x(p, impl->gemm1_sorted_x) || l->xq_sorted == 0 || p->hidden_is_fp8 ||
       impl->gemm1_pair_clusters > 0)
