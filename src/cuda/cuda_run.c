@@ -159,16 +159,13 @@ static int quantize_args_of(const fp8moe_problem* p, const fp8moe_cuda_layout* l
 
 /* Whether this run's GEMM1 pair items read A from expert-sorted rows (docs/GPU.md "Expert-sorted activations"):
  * the plan's rule (fp8moe_cuda_plan_sorted_x, with the variant's mode) says so, the separate launches run (their
- * input quantization writes the rows; the prologue does not), the input is quantized, the plan's GEMM1 is the
- * 128-row kernel on one CTA per item, and y's bytes hold the rows. experts() takes that kernel and refuses the flag
- * anywhere else. */
-static int sorted_x(const fp8moe_cuda_impl* impl, const fp8moe_problem* p, const fp8moe_cuda_layout* l) {
-  if (!fp8moe_cuda_plan_sorted_x(p, impl->gemm1_sorted_x) || l->xq_sorted == 0 || p->hidden_is_fp8 ||
-      impl->gemm1_pair_clusters > 0)
-    return 0;
-  const uint32_t offers = fp8moe_cuda_plan_offers(p, impl->plan_offers, impl->sm_count);
-  const fp8moe_plan_row* k1 = fp8moe_cuda_plan_pick(FP8MOE_GEMM1, impl->compute_capability, p, offers);
-  return k1 != NULL && k1->kernel == FP8MOE_GEMM_WGMMA128_SM90;
+ * input quantization writes the rows; the prologue does not), y's bytes hold the rows (the layout leaves xq_sorted 0
+ * where the input is already fp8 or the rows do not fit) and the plan's GEMM1, k1, is the 128-row kernel on one CTA
+ * per item. experts() takes that kernel and refuses the flag anywhere else. */
+static int sorted_x(const fp8moe_cuda_impl* impl, const fp8moe_problem* p, const fp8moe_cuda_layout* l,
+                    const fp8moe_plan_row* k1) {
+  return fp8moe_cuda_plan_sorted_x(p, impl->gemm1_sorted_x) && l->xq_sorted != 0 && impl->gemm1_pair_clusters == 0 &&
+         k1->kernel == FP8MOE_GEMM_WGMMA128_SM90;
 }
 
 /* Separate launches (any T): routing or PRECOMPUTED intake → permutation (one block, or three launches over
@@ -251,8 +248,11 @@ static int32_t fused_prologue(const fp8moe_cuda_impl* impl, const fp8moe_problem
   return check(fp8moe_launch_quantize_input(&a.q, s), "input quantization", err);
 }
 
-static int32_t experts(const fp8moe_cuda_impl* impl, const fp8moe_problem* p, const fp8moe_cuda_layout* l, char* ws, cudaStream_t s,
-                       fp8moe_gemm1_args* g, fp8moe_err* err) {
+/* GEMM1, the intermediate quantization where it is deferred, GEMM2: on the plan's rows k1 and k2, which
+ * fp8moe_cuda_enqueue picked once for the run. */
+static int32_t experts(const fp8moe_cuda_impl* impl, const fp8moe_problem* p, const fp8moe_cuda_layout* l, char* ws,
+                       cudaStream_t s, const fp8moe_plan_row* k1, const fp8moe_plan_row* k2, fp8moe_gemm1_args* g,
+                       fp8moe_err* err) {
   uint32_t* words = (uint32_t*)(ws + l->scalars);
   const int32_t* num_tiles = (const int32_t*)words + FP8MOE_CUDA_S_NUM_TILES;
   const fp8moe_quant_geometry* geo = &p->geom;
@@ -286,15 +286,9 @@ static int32_t experts(const fp8moe_cuda_impl* impl, const fp8moe_problem* p, co
   g->item_order = impl->gemm1_order;
   g->item_group = fp8moe_cuda_plan_sm90_group(p->H); /* e4m3: K bytes = H */
   g->max_clusters = impl->gemm1_clusters;
-  const uint32_t offers = fp8moe_cuda_plan_offers(p, impl->plan_offers, impl->sm_count);
-  const fp8moe_plan_row* k1 = fp8moe_cuda_plan_pick(FP8MOE_GEMM1, impl->compute_capability, p, offers);
-  const fp8moe_plan_row* k2 = fp8moe_cuda_plan_pick(FP8MOE_GEMM2, impl->compute_capability, p, offers);
-  RETURN_IF(k1 == NULL || k2 == NULL, err, FP8MOE_STATUS_DEVICE_ERROR,
-            "run: no GEMM kernel in the plan for compute capability %d; got none; expected a plan row",
-            (int)impl->compute_capability);
   RETURN_IF(g->x_sorted && k1->kernel != FP8MOE_GEMM_WGMMA128_SM90, err, FP8MOE_STATUS_INTERNAL,
-            "run: expert-sorted activations for GEMM1 kernel %d; got kernel %d; expected the 128-row kernel (%d)",
-            (int)k1->kernel, (int)k1->kernel, (int)FP8MOE_GEMM_WGMMA128_SM90);
+            "run: expert-sorted activations for the GEMM1 kernel; got kernel %d; expected the 128-row kernel (%d)",
+            (int)k1->kernel, (int)FP8MOE_GEMM_WGMMA128_SM90);
 
   fp8moe_gemm2_args g2;
   memset(&g2, 0, sizeof g2);
@@ -424,11 +418,18 @@ int32_t fp8moe_cuda_enqueue(const fp8moe_cuda_impl* impl, const fp8moe_problem* 
   cudaStream_t s = (cudaStream_t)p->stream;
   fp8moe_gemm1_args g;
   memset(&g, 0, sizeof g);
+  /* the plan's GEMM rows, picked once: sorted_x() and experts() both read them */
+  const uint32_t offers = fp8moe_cuda_plan_offers(p, impl->plan_offers, impl->sm_count);
+  const fp8moe_plan_row* k1 = fp8moe_cuda_plan_pick(FP8MOE_GEMM1, impl->compute_capability, p, offers);
+  const fp8moe_plan_row* k2 = fp8moe_cuda_plan_pick(FP8MOE_GEMM2, impl->compute_capability, p, offers);
+  RETURN_IF(k1 == NULL || k2 == NULL, err, FP8MOE_STATUS_DEVICE_ERROR,
+            "run: no GEMM kernel in the plan for compute capability %d; got none; expected a plan row",
+            (int)impl->compute_capability);
   const uint32_t prologue = fp8moe_cuda_plan_prologue(p, impl->prologue);
   if (prologue != FP8MOE_PROLOGUE_SEPARATE)
     FORWARD_IF_ERROR(fused_prologue(impl, p, &l, ws, s, prologue == FP8MOE_PROLOGUE_BLOCK, &g, err));
   else
-    FORWARD_IF_ERROR(stages_before_gemm1(impl, p, &l, ws, s, sorted_x(impl, p, &l), &g, err));
-  FORWARD_IF_ERROR(experts(impl, p, &l, ws, s, &g, err));
+    FORWARD_IF_ERROR(stages_before_gemm1(impl, p, &l, ws, s, sorted_x(impl, p, &l, k1), &g, err));
+  FORWARD_IF_ERROR(experts(impl, p, &l, ws, s, k1, k2, &g, err));
   return combine(p, &l, ws, s, err);
 }
