@@ -6,3 +6,8 @@ if(Python3_Interpreter_FOUND)
                                       ${PROJECT_SOURCE_DIR})
   set_tests_properties(doc_citations PROPERTIES LABELS docs TIMEOUT 60)
 endif()
+# The device-side analysis tools (tools/sass_waits.py, tools/ncu_source_stalls.py) on fixtures: no GPU, no CUDA tools.
+if(Python3_Interpreter_FOUND)
+  add_test(NAME check_tools COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/check_tools.py)
+  set_tests_properties(check_tools PROPERTIES LABELS docs TIMEOUT 60)
+endif()
