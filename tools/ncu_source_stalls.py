@@ -17,6 +17,8 @@ import csv
 import lzma
 import sys
 
+from sass_waits import opcode  # the opcode of a SASS line without its predicate (tools/ is this script's path)
+
 SAMPLES = "Warp Stall Sampling (All Samples)"
 
 
@@ -35,13 +37,6 @@ def num(v):
         return float(v)
     except (TypeError, ValueError):
         return 0.0
-
-
-def opcode(src):
-    words = src.split()
-    if words and words[0].startswith("@"):
-        words = words[1:]
-    return words[0] if words else ""
 
 
 def main(argv):
