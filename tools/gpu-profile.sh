@@ -36,7 +36,7 @@ for c in "${list[@]}"; do
     "${source_args[@]}" "${host[@]}" > "$f" 2>&1
   r=$?
   [ "$r" = 0 ] || rc=1
-  if [ -f "$base.ncu-rep" ]; then # -o writes the report instead of the page: print it into the .txt too
+  if [ "${PROFILE_SOURCE:-0}" = 1 ] && [ -f "$base.ncu-rep" ]; then # -o writes the report, not the page
     ncu -i "$base.ncu-rep" --page details >> "$f" 2>&1
     ncu -i "$base.ncu-rep" --page source --csv --print-source sass 2> /dev/null | xz > "$base-src.csv.xz"
     python3 "$ROOT/tools/ncu_source_stalls.py" "$base-src.csv.xz" --top 15 >> "$f" 2>&1

@@ -79,18 +79,22 @@ def describe(c):
         "".join(str(b) for b in c["wait"]) or "-", c["stall"])
 
 
+def marks_of(insns, op):
+    """Indices of the instructions whose opcode starts with `op`."""
+    return [i for i, x in enumerate(insns) if opcode(x[1]).startswith(op)]
+
+
 def issue_gaps(insns, op):
-    """Instructions between two `op`s that wait for a barrier whose latest setter is a global or local load."""
+    """Instructions between two `op`s (of one group: < 64 apart) that wait for a barrier whose latest setter is a
+    global or local load."""
     last_setter = {}
     gaps = []
-    marks = [i for i, x in enumerate(insns) if opcode(x[1]).startswith(op)]
-    if not marks:
-        return gaps
+    marks = marks_of(insns, op)
+    inside = {i for a, b in zip(marks, marks[1:]) if b - a < 64 for i in range(a + 1, b)}
     for i, (addr, text, c) in enumerate(insns):
-        inside = any(a < i < b and b - a < 64 for a, b in zip(marks, marks[1:]))
         for b in c["wait"]:
             setter = last_setter.get(b)
-            if inside and setter is not None and opcode(setter[1]).startswith(LONG_LOADS):
+            if i in inside and setter is not None and opcode(setter[1]).startswith(LONG_LOADS):
                 gaps.append((addr, text, b, setter))
         if c["wbar"] is not None:
             last_setter[c["wbar"]] = (addr, text)
@@ -113,7 +117,7 @@ def main(argv):
     for name, insns in functions(lines):
         if args.function not in name:
             continue
-        marks = [i for i, x in enumerate(insns) if opcode(x[1]).startswith(args.around)]
+        marks = marks_of(insns, args.around)
         print("== %s: %d instructions, %d %s" % (name, len(insns), len(marks), args.around))
         if args.all or marks:
             lo, hi = (0, len(insns)) if args.all else (marks[0], marks[-1] + 1)
