@@ -61,10 +61,6 @@ __device__ __forceinline__ void cp_async_row16(uint32_t dst, const uint8_t* x_of
       "r"(row), "r"(stride), "l"(x_off), "r"(bytes)
       : "memory");
 }
-/* A 4-byte fp32 scale into shared memory in the same cp.async group (bytes = 0 writes 0). */
-__device__ __forceinline__ void cp_async_4(uint32_t dst, const void* src, int bytes) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(bytes) : "memory");
-}
 
 /* Claimed items, the producer warpgroup past the last item: the next stage in ring order carries item −1 and
  * no data (every producer thread waits for the slot, as for a stage, and gives its kGatherArrivals arrivals;

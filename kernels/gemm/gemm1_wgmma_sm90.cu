@@ -133,7 +133,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     /* Warpgroup 0: the gate rows, 1: the up rows of W13[e] for intermediate columns [n0, n0+128). */
     const int32_t nrow = ((wg == 0) == (a.gate_first != 0) ? 0 : a.I) + n0;
     float acc[64];
-    auto sa = [&](int h, int kb) { return tok[h] >= 0 ? scale_at<F32>(a.x_scale, tok[h], kb, 0) : 0.0f; };
+    auto sa = [&](int h, int kb, int) { return tok[h] >= 0 ? scale_at<F32>(a.x_scale, tok[h], kb, 0) : 0.0f; };
     auto sb = [&](int kb) { return scale_at<F32>(a.w_scale, e, nrow / kBN, kb); };
     consume<LOOP, SCALE == FP8MOE_SCALE_BLOCK, kPeers, true>(sm, wg, kblocks, it, acc, sa, sb);
 

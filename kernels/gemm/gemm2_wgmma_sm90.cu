@@ -47,6 +47,37 @@ __device__ __forceinline__ Work gemm2_work(const fp8moe_gemm2_args& a, int32_t u
   return {it.tile, it.col_block * kGemm2Cols, a.tile_expert[it.tile], un.store != 0,
           pair_shares_b(u, items, tiles, col_blocks, a.item_order, a.item_group, a.tile_expert)};
 }
+
+/* STAGED row scales (block scales in fp32): producer thread 32 + r copies row r's a2 scale of each stage into the
+ * stage (gemm2_row_scale; 0 for a padding row and for every row of a shadow item, as the consumers' direct loads
+ * read them), arriving on the stage's full barrier when the copy lands (publish_gathered). Loaded by the
+ * consumers before the full wait, those values waited on the scoreboard of the next stage's loads in the middle of
+ * a stage's wgmmas (docs/GPU.md "GEMM2's fold test"); read from shared memory after the wait they wait for nothing.
+ * The walk over units is thread 0's. */
+template <bool CLUSTER>
+__device__ __forceinline__ void produce_row_scales(const fp8moe_gemm2_args& a, Smem& sm, int32_t first, int32_t stride,
+                                                   int32_t units, int32_t items, int32_t tiles, int32_t col_blocks,
+                                                   int kblocks, int r) {
+  const float* const base = static_cast<const float*>(a.a2_scale.data);
+  uint32_t it = 0;
+  for (int32_t u = first; u < units; u += stride) {
+    const fp8moe_sm90_unit un = fp8moe_sm90_unit_item(u, items, CLUSTER ? 2 : 1, CLUSTER ? cluster_ctarank() : 0u);
+    const fp8moe_sm90_item item = fp8moe_sm90_item_of(un.item, tiles, col_blocks, a.item_order, a.item_group);
+    const int64_t row = static_cast<int64_t>(item.tile) * kBM + r;
+    const bool real = un.store != 0 && a.sorted_slots[row] >= 0;
+    const float* src = real ? base + row * a.a2_scale.s[0] : base;
+    const int64_t step = real ? a.a2_scale.s[1] : 0;
+#pragma unroll 1
+    for (int kb = 0; kb < kblocks; ++kb, ++it) {
+      const int s = static_cast<int>(it % kStages);
+      if (CLUSTER) mbar_wait_cluster(&sm.empty[s], ((it / kStages) & 1u) ^ 1u);
+      else mbar_wait(&sm.empty[s], ((it / kStages) & 1u) ^ 1u);
+      cp_async_4(gemm2_row_scale(sm, s, r), src + kb * step, real ? 4 : 0);
+      publish_gathered(&sm.full[s]);
+    }
+  }
+  cp_async_wait_all(); /* no copy of this thread outlives it */
+}
 #endif
 
 /* CLUSTER: launched in clusters of 2 CTAs (cudaLaunchAttributeClusterDimension; the grid is even). Every
@@ -60,9 +91,11 @@ __global__ void __launch_bounds__(kThreads, 1)
                        const __grid_constant__ CUtensorMap map_w) {
 #if FP8MOE_SM90A
   constexpr int kPeers = CLUSTER ? 2 : 1;
+  /* Block scales in fp32: the row scales come with the stage (produce_row_scales) */
+  constexpr bool kStaged = SCALE == FP8MOE_SCALE_BLOCK && F32;
   extern __shared__ uint8_t smem_raw[];
   Smem& sm = smem_of(smem_raw);
-  init_barriers<kPeers>(sm, 1);
+  init_barriers<kPeers>(sm, kStaged ? 1u + static_cast<uint32_t>(kBM) * kGatherArrivals : 1u);
   const int32_t tiles = *a.num_tiles;
   const int32_t col_blocks = a.H / kGemm2Cols;
   const int32_t items = tiles * col_blocks; /* < 2^31: the launcher checks max_tiles · col_blocks */
@@ -102,6 +135,9 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll 1
         for (uint32_t j = 0; j < static_cast<uint32_t>(kStages); ++j)
           mbar_wait_cluster(&sm.empty[(it + j) % kStages], (((it + j) / kStages) & 1u) ^ 1u);
+    } else if (kStaged && threadIdx.x >= 32 && threadIdx.x < 32 + kBM) {
+      produce_row_scales<CLUSTER>(a, sm, first, stride, units, items, tiles, col_blocks, kblocks,
+                                  static_cast<int>(threadIdx.x) - 32);
     }
   } else {
     setmaxnreg_inc<kConsumerRegs>();
@@ -124,9 +160,12 @@ __global__ void __launch_bounds__(kThreads, 1)
       const int32_t slot[2] = {store ? a.sorted_slots[row0 + rr[0]] : -1, store ? a.sorted_slots[row0 + rr[1]] : -1};
       float acc[64];
       /* A padding row's a2 scale is FLT_MIN (GEMM1's dynamic_scale(0)), which with the usual |s_w| < 1 never
-       * folds (promote_stage_folded): read as 0 (its a2q row is 0 and nothing of it is stored), so a warp that
+       * folds (fold_allowed): read as 0 (its a2q row is 0 and nothing of it is stored), so a warp that
        * mixes real and padding rows stays on the folded path. */
-      auto sa = [&](int h, int kb) { return slot[h] >= 0 ? scale_at<F32>(a.a2_scale, row0 + rr[h], kb, 0) : 0.0f; };
+      auto sa = [&](int h, int kb, int s) {
+        if (kStaged) return ld_shared_f32(gemm2_row_scale(sm, s, rr[h]));
+        return slot[h] >= 0 ? scale_at<F32>(a.a2_scale, row0 + rr[h], kb, 0) : 0.0f;
+      };
       /* BLOCK: the warpgroup's weight-block scales of K-blocks 32j … 32j + 31 one per lane (wreg), loaded before the
        * main loop and every 32 stages, each stage's taken by a shuffle. Loaded per stage from its warp-uniform
        * address, ptxas moved each value into a uniform register right after its load (R2UR), so every stage waited
@@ -141,7 +180,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         if ((kb & 31) == 0 && kb > 0) load_w(kb);
         return __shfl_sync(0xffffffffu, wreg, kb & 31);
       };
-      consume<LOOP, SCALE == FP8MOE_SCALE_BLOCK, kPeers, false>(sm, wg, kblocks, it, acc, sa, sb);
+      consume<LOOP, SCALE == FP8MOE_SCALE_BLOCK, kPeers, false, kStaged>(sm, wg, kblocks, it, acc, sa, sb);
 
       store_y_box_staged<SCALE, F32>(a, acc, e, nb, t, y_scales<SCALE>(a, e, row0 + rr[0], row0 + rr[1]), slot,
                                      saddr(&sm.epi[0][0]) + static_cast<uint32_t>(wg) * kYStageBytes, wg, q, lane);

@@ -130,22 +130,6 @@ struct PairAddr {
 
 __device__ __forceinline__ PairAddr pair_addr_of(uint8_t* raw) { return PairAddr{(saddr(raw) + 1023u) & ~1023u}; }
 
-__device__ __forceinline__ float ld_shared_f32(uint32_t addr) {
-  float v;
-  asm volatile("ld.shared.f32 %0, [%1];\n" : "=f"(v) : "r"(addr) : "memory");
-  return v;
-}
-__device__ __forceinline__ int32_t ld_shared_s32(uint32_t addr) {
-  int32_t v;
-  asm volatile("ld.shared.s32 %0, [%1];\n" : "=r"(v) : "r"(addr) : "memory");
-  return v;
-}
-__device__ __forceinline__ void st_shared_f32(uint32_t addr, float v) {
-  asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(addr), "f"(v) : "memory");
-}
-__device__ __forceinline__ void st_shared_s32(uint32_t addr, int32_t v) {
-  asm volatile("st.shared.s32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
-}
 /* 2-CTA clusters (GEMM1's cluster pairs): an arrive by lane 0 of the warp on the mbarrier at the same offset in
  * cluster CTA `peer`, predicated inside the asm (a divergent branch between a wgmma's issue and its wait makes
  * ptxas serialize the loop's wgmmas: docs/GPU.md "2-CTA clusters"). Default .release.cta semantics, as

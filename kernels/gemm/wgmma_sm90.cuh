@@ -161,6 +161,27 @@ __device__ __forceinline__ void mbar_arrive_cluster(uint64_t* b, uint32_t rank, 
 /* The producer's wait for both CTAs' releases: the plain wait (the name says whose arrivals it counts). */
 __device__ __forceinline__ void mbar_wait_cluster(uint64_t* b, uint32_t parity) { mbar_wait(b, parity); }
 
+__device__ __forceinline__ float ld_shared_f32(uint32_t addr) {
+  float v;
+  asm volatile("ld.shared.f32 %0, [%1];\n" : "=f"(v) : "r"(addr) : "memory");
+  return v;
+}
+__device__ __forceinline__ int32_t ld_shared_s32(uint32_t addr) {
+  int32_t v;
+  asm volatile("ld.shared.s32 %0, [%1];\n" : "=r"(v) : "r"(addr) : "memory");
+  return v;
+}
+__device__ __forceinline__ void st_shared_f32(uint32_t addr, float v) {
+  asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(addr), "f"(v) : "memory");
+}
+__device__ __forceinline__ void st_shared_s32(uint32_t addr, int32_t v) {
+  asm volatile("st.shared.s32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
+}
+/* A 4-byte fp32 scale into shared memory by cp.async (bytes = 0 writes 0). */
+__device__ __forceinline__ void cp_async_4(uint32_t dst, const void* src, int bytes) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(bytes) : "memory");
+}
+
 /* Generic-proxy writes (cp.async) made visible to the async proxy (wgmma reads). */
 __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 
@@ -399,6 +420,16 @@ __device__ __forceinline__ void store_y_box(const fp8moe_gemm2_args& a, const fl
  * instruction, each row to y's row of its slot (padding rows: none). */
 constexpr uint32_t kYStageBytes = static_cast<uint32_t>(kBM) * kBN * 2; /* one warpgroup's bf16 tile */
 static_assert(2 * kYStageBytes <= sizeof(float) * kBM * kEpiPitch, "GEMM2's staged y tiles fit the epilogue buffer");
+/* GEMM2's block-scale row scales, staged per stage by the producer warpgroup (gemm2_wgmma_sm90.cu): stage s's 64
+ * fp32 values in the 1 KB of the epilogue buffer past the two staged y tiles, so the kernel keeps its shared-memory
+ * size (and carveout: docs/GPU.md "GEMM2's fold test"). */
+constexpr uint32_t kRowScaleStageBytes = static_cast<uint32_t>(kBM * sizeof(float));
+static_assert(2 * kYStageBytes + kStages * kRowScaleStageBytes <= sizeof(float) * kBM * kEpiPitch,
+              "GEMM2's staged row scales fit the epilogue buffer after the y tiles");
+__device__ __forceinline__ uint32_t gemm2_row_scale(Smem& sm, int s, int r) {
+  return saddr(&sm.epi[0][0]) + 2u * kYStageBytes + static_cast<uint32_t>(s) * kRowScaleStageBytes +
+         static_cast<uint32_t>(r) * 4u;
+}
 __device__ __forceinline__ void wg_sync(int wg) { /* immediate barrier ids: a register id makes ptxas reserve all 16 */
   if (wg == 0) asm volatile("bar.sync 2, 128;\n" ::: "memory");
   else asm volatile("bar.sync 3, 128;\n" ::: "memory");
@@ -439,7 +470,7 @@ __device__ __forceinline__ void store_y_box_staged(const fp8moe_gemm2_args& a, c
 
 /* One stage's partial p promoted into the fp32 accumulator (consume() below says why every stage is): BLOCK
  * acc += (p·s_row)·s_w with the thread's row scales c0 (row r0) and c1 (r0 + 8) and the B tile's weight-block
- * scale cw (the CPU backend's association; the kernels call promote_stage_folded, which uses this form only
+ * scale cw (the CPU backend's association; the kernels call promote_stage_fold_if, which uses this form only
  * where folding the scales could change an overflow by more than a rounding), otherwise acc += p. */
 template <bool BLOCK>
 __device__ __forceinline__ void promote_stage(float (&acc)[64], const float (&p)[64], float c0, float c1, float cw) {
@@ -469,7 +500,7 @@ __device__ __forceinline__ void promote_stage(float (&acc)[64], const float (&p)
  * (ncu, 2026-12-03). tests/test_gpu_sweep.c (regression_block_scales) runs scales outside the fold's range. */
 constexpr float kFoldRowScaleMax = 0x1p100f;
 constexpr float kFoldRowScaleMin = 0x1p-108f; /* a nonzero partial is ≥ 2^-18: p·s_row stays normal (2^-126) */
-/* Whether promote_stage_folded may fold the thread's row scales c0, c1 with the weight-block scale cw (above);
+/* Whether promote_stage_fold_if may fold the thread's row scales c0, c1 with the weight-block scale cw (above);
  * written so that NaN fails every comparison (fmaxf/fminf would drop it), and with & / | rather than && / || so it
  * compiles to predicates without branches (the pair kernels evaluate it while a wgmma group is in flight, where a
  * branch would make ptxas serialize the wgmmas). */
@@ -481,12 +512,12 @@ __device__ __forceinline__ bool fold_allowed(float c0, float c1, float cw) {
          (fa1 <= 0x1.fffffep127f); /* FLT_MIN, FLT_MAX */
 }
 /* promote_stage for BLOCK, folded where `fold` (fold_allowed, or a stricter caller's decision: the unfolded form is
- * the CPU backend's association, right everywhere). */
+ * the CPU backend's association, right everywhere), with the folded factors f0 = c0·cw and f1 = c1·cw computed by
+ * the caller (consume() computes them early). */
 template <bool BLOCK>
-__device__ __forceinline__ void promote_stage_fold_if(float (&acc)[64], const float (&p)[64], float c0, float c1,
-                                                      float cw, bool fold) {
+__device__ __forceinline__ void promote_stage_factors(float (&acc)[64], const float (&p)[64], float c0, float c1,
+                                                      float cw, float f0, float f1, bool fold) {
   if (BLOCK && fold) {
-    const float f0 = c0 * cw, f1 = c1 * cw;
 #pragma unroll
     for (int i = 0; i < 64; ++i) acc[i] = fmaf(p[i], acc_half(i) ? f1 : f0, acc[i]);
   } else {
@@ -494,9 +525,9 @@ __device__ __forceinline__ void promote_stage_fold_if(float (&acc)[64], const fl
   }
 }
 template <bool BLOCK>
-__device__ __forceinline__ void promote_stage_folded(float (&acc)[64], const float (&p)[64], float c0, float c1,
-                                                     float cw) {
-  promote_stage_fold_if<BLOCK>(acc, p, c0, c1, cw, BLOCK && fold_allowed(c0, c1, cw));
+__device__ __forceinline__ void promote_stage_fold_if(float (&acc)[64], const float (&p)[64], float c0, float c1,
+                                                      float cw, bool fold) {
+  promote_stage_factors<BLOCK>(acc, p, c0, c1, cw, c0 * cw, c1 * cw, fold);
 }
 
 /* 2-CTA clusters: whether the item pair of unit u (fp8moe_sm90_unit_item) needs the same B boxes, i.e. both
@@ -578,8 +609,8 @@ __device__ __forceinline__ void init_barriers(Smem& sm, uint32_t full_count) {
  * keeps a narrower-than-fp32 accumulator (~14 bits of mantissa in the additions), so every stage's 128-K sum
  * starts from zero in a partial accumulator and is promoted into the fp32 `acc` by ordinary FMUL/FFMA/FADD,
  * for every format: BLOCK acc += part·(sa(h, kb)·sb(kb)) (the thread's two rows, its B tile; one FFMA,
- * promote_stage_folded, which falls back to the CPU backend's (part·sa)·sb for scales where folding could move
- * an overflow by more than a rounding; its comment has the one remaining underflow difference), otherwise
+ * promote_stage_fold_if where fold_allowed, else the CPU backend's (part·sa)·sb, for scales where folding could
+ * move an overflow by more than a rounding; its comment has the one remaining underflow difference), otherwise
  * acc += part (the scales apply once, in the epilogue). Stages are promoted in order in every LOOP variant
  * (FP8MOE_SM90_LOOP_*, kernels_internal.h), so all three give the same bits; they differ in timing:
  * - OVERLAP: two partial accumulators alternate; stage kb+1's wgmmas are issued (their own group) before
@@ -592,7 +623,7 @@ __device__ __forceinline__ void init_barriers(Smem& sm, uint32_t full_count) {
  *   kb+1 is waited for and issued, and kb is promoted while kb+1's wgmmas run.
  * The two-accumulator loops are unrolled by two so each partial accumulator stays a fixed register array.
  * kblocks ≥ 1. */
-template <int LOOP, bool BLOCK, int PEERS, bool GATHERED, class RowScale, class BScale>
+template <int LOOP, bool BLOCK, int PEERS, bool GATHERED, bool STAGED = false, class RowScale, class BScale>
 __device__ __forceinline__ void consume(Smem& sm, int wg, int kblocks, uint32_t& it, float (&acc)[64],
                                         RowScale sa, BScale sb) {
   static_assert(LOOP == FP8MOE_SM90_LOOP_OVERLAP || LOOP == FP8MOE_SM90_LOOP_SERIAL ||
@@ -604,17 +635,23 @@ __device__ __forceinline__ void consume(Smem& sm, int wg, int kblocks, uint32_t&
   for (int i = 0; i < 64; ++i) acc[i] = 0.0f;
   /* Issues stage kb's four wgmmas into p as one group; the block scales (c0, c1: the row scales of the
    * thread's rows r0 and r0 + 8; cw: the weight-block scale) are loaded before the barrier wait, so they
-   * overlap it and the wgmmas. */
+   * overlap it and the wgmmas, except STAGED row scales: sa(h, kb, s) reads them from stage s, after its wait. */
   auto issue = [&](float (&p)[64], int kb, float& c0, float& c1, float& cw) {
-    if (BLOCK) {
-      cw = sb(kb);
-      c0 = sa(0, kb);
-      c1 = sa(1, kb);
-    }
     const uint32_t pos = it + static_cast<uint32_t>(kb);
     const int s = static_cast<int>(pos % kStages);
+    if (BLOCK) {
+      cw = sb(kb);
+      if (!STAGED) {
+        c0 = sa(0, kb, s);
+        c1 = sa(1, kb, s);
+      }
+    }
     mbar_wait(&sm.full[s], (pos / kStages) & 1u);
     if (GATHERED) fence_proxy_async(); /* A came by cp.async (generic proxy): publish_gathered */
+    if (BLOCK && STAGED) {
+      c0 = sa(0, kb, s);
+      c1 = sa(1, kb, s);
+    }
     const uint64_t da = desc_sw128(sm.st[s].a), db = desc_sw128(sm.st[s].b[wg]);
     wgmma_fence();
     fence_regs(p);
@@ -635,15 +672,35 @@ __device__ __forceinline__ void consume(Smem& sm, int wg, int kblocks, uint32_t&
       mbar_arrive_cluster(e, lane % PEERS, lane < static_cast<uint32_t>(PEERS) ? 1u : 0u);
     }
   };
-  auto promote = [&](const float (&p)[64], float c0, float c1, float cw) { promote_stage_folded<BLOCK>(acc, p, c0, c1, cw); };
+  /* BLOCK: a stage's fold decision (fold_allowed) and folded factors, taken before the next stage's scales are
+   * loaded. Where those are global loads (the unstaged forms), consecutive stages' loads share one scoreboard, and a
+   * test placed after the next stage's loads waited for them, a whole global load, between that stage's wgmmas
+   * (docs/GPU.md "GEMM2's fold test"); the empty asm pins the values, and by its memory clobber the next loads, on
+   * this side of that point. */
+  struct Decided {
+    float f0, f1; /* s_row·s_w of the thread's rows r0 and r0 + 8 */
+    uint32_t fold;
+  };
+  auto decide = [&](float c0, float c1, float cw) {
+    Decided d{0.0f, 0.0f, 0u};
+    if (BLOCK) {
+      d = Decided{c0 * cw, c1 * cw, fold_allowed(c0, c1, cw) ? 1u : 0u};
+      asm volatile("" : "+f"(d.f0), "+f"(d.f1), "+r"(d.fold)::"memory");
+    }
+    return d;
+  };
+  auto promote = [&](const float (&p)[64], float c0, float c1, float cw, const Decided& d) {
+    promote_stage_factors<BLOCK>(acc, p, c0, c1, cw, d.f0, d.f1, d.fold != 0u);
+  };
   float ca0 = 0.0f, ca1 = 0.0f, caw = 0.0f, cb0 = 0.0f, cb1 = 0.0f, cbw = 0.0f;
   if constexpr (LOOP == FP8MOE_SM90_LOOP_SERIAL) {
     (void)pb;
     for (int kb = 0; kb < kblocks; ++kb) {
       issue(pa, kb, ca0, ca1, caw);
+      const Decided da = decide(ca0, ca1, caw);
       wgmma_wait<0>();
       release(pa, kb);
-      promote(pa, ca0, ca1, caw);
+      promote(pa, ca0, ca1, caw, da);
     }
   } else if constexpr (LOOP == FP8MOE_SM90_LOOP_EARLY_RELEASE) {
     /* Every point where control flow merges has pa's stage in flight (loop head) or none (after the tail),
@@ -651,25 +708,29 @@ __device__ __forceinline__ void consume(Smem& sm, int wg, int kblocks, uint32_t&
     issue(pa, 0, ca0, ca1, caw);
     int kb = 0;
     for (; kb + 2 < kblocks; kb += 2) {
+      const Decided da = decide(ca0, ca1, caw);
       wgmma_wait<0>();
       release(pa, kb);
       issue(pb, kb + 1, cb0, cb1, cbw);
-      promote(pa, ca0, ca1, caw);
+      promote(pa, ca0, ca1, caw, da);
+      const Decided db = decide(cb0, cb1, cbw);
       wgmma_wait<0>();
       release(pb, kb + 1);
       issue(pa, kb + 2, ca0, ca1, caw);
-      promote(pb, cb0, cb1, cbw);
+      promote(pb, cb0, cb1, cbw, db);
     }
+    const Decided da = decide(ca0, ca1, caw);
     wgmma_wait<0>();
     release(pa, kb);
     if (kb + 1 < kblocks) { /* two stages left: kb (retired, in pa) and kb + 1 */
       issue(pb, kb + 1, cb0, cb1, cbw);
-      promote(pa, ca0, ca1, caw);
+      promote(pa, ca0, ca1, caw, da);
+      const Decided db = decide(cb0, cb1, cbw);
       wgmma_wait<0>();
       release(pb, kb + 1);
-      promote(pb, cb0, cb1, cbw);
+      promote(pb, cb0, cb1, cbw, db);
     } else {
-      promote(pa, ca0, ca1, caw);
+      promote(pa, ca0, ca1, caw, da);
     }
   } else {
     /* OVERLAP. Every point where control flow merges has the same groups in flight (pa's stage at the loop
@@ -677,27 +738,31 @@ __device__ __forceinline__ void consume(Smem& sm, int wg, int kblocks, uint32_t&
     issue(pa, 0, ca0, ca1, caw);
     int kb = 0;
     for (; kb + 2 < kblocks; kb += 2) {
+      const Decided da = decide(ca0, ca1, caw);
       issue(pb, kb + 1, cb0, cb1, cbw);
       wgmma_wait<1>();
       release(pa, kb);
-      promote(pa, ca0, ca1, caw);
+      promote(pa, ca0, ca1, caw, da);
+      const Decided db = decide(cb0, cb1, cbw);
       issue(pa, kb + 2, ca0, ca1, caw);
       wgmma_wait<1>();
       release(pb, kb + 1);
-      promote(pb, cb0, cb1, cbw);
+      promote(pb, cb0, cb1, cbw, db);
     }
+    const Decided da = decide(ca0, ca1, caw);
     if (kb + 1 < kblocks) { /* two stages left: kb (in pa) and kb + 1 */
       issue(pb, kb + 1, cb0, cb1, cbw);
       wgmma_wait<1>();
       release(pa, kb);
-      promote(pa, ca0, ca1, caw);
+      promote(pa, ca0, ca1, caw, da);
+      const Decided db = decide(cb0, cb1, cbw);
       wgmma_wait<0>();
       release(pb, kb + 1);
-      promote(pb, cb0, cb1, cbw);
+      promote(pb, cb0, cb1, cbw, db);
     } else {
       wgmma_wait<0>();
       release(pa, kb);
-      promote(pa, ca0, ca1, caw);
+      promote(pa, ca0, ca1, caw, da);
     }
   }
   it += static_cast<uint32_t>(kblocks);
