@@ -40,6 +40,14 @@ __device__ __forceinline__ uint32_t y_bf16x2(float a, float b) {
   const __nv_bfloat162 h = __floats2bfloat162_rn(bf16_keep_finite(a), bf16_keep_finite(b));
   return *reinterpret_cast<const uint32_t*>(&h);
 }
+/* y_bf16x2 of two values known to be neither ±Inf nor NaN: one saturating conversion (cvt.rn.satfinite.bf16x2: RNE, and
+ * a finite value beyond the largest finite bf16 gives ±max) is the rule above; GEMM2's staged epilogue checks for
+ * ±Inf and NaN and converts by y_bf16x2 where it meets one (docs/GPU.md "The y conversion"). */
+__device__ __forceinline__ uint32_t y_bf16x2_finite(float a, float b) {
+  uint32_t w;
+  asm("cvt.rn.satfinite.bf16x2.f32 %0, %1, %2;\n" : "=r"(w) : "f"(b), "f"(a)); /* the first source: the high half */
+  return w;
+}
 /* Four consecutive y values (one 8-byte load) → fp32, exactly. */
 __device__ __forceinline__ float4 y_widen4(uint2 w) {
   const float2 lo = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&w.x));
