@@ -134,7 +134,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     const int32_t nrow = ((wg == 0) == (a.gate_first != 0) ? 0 : a.I) + n0;
     float acc[64];
     auto sa = [&](int h, int kb, int) { return tok[h] >= 0 ? scale_at<F32>(a.x_scale, tok[h], kb, 0) : 0.0f; };
-    auto sb = [&](int kb) { return scale_at<F32>(a.w_scale, e, nrow / kBN, kb); };
+    auto sb = [&](int kb, int) { return scale_at<F32>(a.w_scale, e, nrow / kBN, kb); };
     consume<LOOP, SCALE == FP8MOE_SCALE_BLOCK, kPeers, true>(sm, wg, kblocks, it, acc, sa, sb);
 
     float sxw = 0.0f, sx[2] = {0.0f, 0.0f};

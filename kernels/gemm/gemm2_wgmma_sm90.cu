@@ -48,17 +48,20 @@ __device__ __forceinline__ Work gemm2_work(const fp8moe_gemm2_args& a, int32_t u
           pair_shares_b(u, items, tiles, col_blocks, a.item_order, a.item_group, a.tile_expert)};
 }
 
-/* STAGED row scales (block scales in fp32): producer thread 32 + r copies row r's a2 scale of each stage into the
- * stage (gemm2_row_scale; 0 for a padding row and for every row of a shadow item, as the consumers' direct loads
- * read them), arriving on the stage's full barrier when the copy lands (publish_gathered). Loaded by the
- * consumers before the full wait, those values waited on the scoreboard of the next stage's loads in the middle of
- * a stage's wgmmas (docs/GPU.md "GEMM2's fold test"); read from shared memory after the wait they wait for nothing.
+/* STAGED block scales (fp32): producer thread 32 + r copies row r's a2 scale of each stage into the stage
+ * (gemm2_row_scale; 0 for a padding row and for every row of a shadow item, as the consumers' direct loads read
+ * them), thread 32 also the stage's two weight-block scales (Smem::w_scale), arriving on the stage's full barrier
+ * when the copies land (publish_gathered). Loaded by the consumers before the full wait, the row scales waited on
+ * the scoreboard of the next stage's loads in the middle of a stage's wgmmas (docs/GPU.md "GEMM2's fold test"), and
+ * each item's first weight-block scale on two dependent loads (its expert, then the scale) before its first wgmma
+ * (docs/GPU.md "GEMM2's weight-block scale, staged"); read from shared memory after the wait they wait for nothing.
  * The walk over units is thread 0's. */
 template <bool CLUSTER>
 __device__ __forceinline__ void produce_row_scales(const fp8moe_gemm2_args& a, Smem& sm, int32_t first, int32_t stride,
                                                    int32_t units, int32_t items, int32_t tiles, int32_t col_blocks,
                                                    int kblocks, int r) {
   const float* const base = static_cast<const float*>(a.a2_scale.data);
+  const float* const wbase = static_cast<const float*>(a.w_scale.data);
   uint32_t it = 0;
   for (int32_t u = first; u < units; u += stride) {
     const fp8moe_sm90_unit un = fp8moe_sm90_unit_item(u, items, CLUSTER ? 2 : 1, CLUSTER ? cluster_ctarank() : 0u);
@@ -67,12 +70,19 @@ __device__ __forceinline__ void produce_row_scales(const fp8moe_gemm2_args& a, S
     const bool real = un.store != 0 && a.sorted_slots[row] >= 0;
     const float* src = real ? base + row * a.a2_scale.s[0] : base;
     const int64_t step = real ? a.a2_scale.s[1] : 0;
+    /* thread 32 (r = 0) also: the two warpgroups' weight-block scales, w_scale[e, 2·col_block + wg, kb] */
+    const float* ws = r == 0 ? wbase + a.tile_expert[item.tile] * a.w_scale.s[0] + 2 * item.col_block * a.w_scale.s[1]
+                             : wbase;
 #pragma unroll 1
     for (int kb = 0; kb < kblocks; ++kb, ++it) {
       const int s = static_cast<int>(it % kStages);
       if (CLUSTER) mbar_wait_cluster(&sm.empty[s], ((it / kStages) & 1u) ^ 1u);
       else mbar_wait(&sm.empty[s], ((it / kStages) & 1u) ^ 1u);
       cp_async_4(gemm2_row_scale(sm, s, r), src + kb * step, real ? 4 : 0);
+      if (r == 0) {
+        cp_async_4(saddr(&sm.w_scale[s][0]), ws + kb * a.w_scale.s[2], 4);
+        cp_async_4(saddr(&sm.w_scale[s][1]), ws + a.w_scale.s[1] + kb * a.w_scale.s[2], 4);
+      }
       publish_gathered(&sm.full[s]);
     }
   }
@@ -175,8 +185,9 @@ __global__ void __launch_bounds__(kThreads, 1)
         const int k = kb0 + lane;
         wreg = k < kblocks ? scale_at<F32>(a.w_scale, e, nb / kBN, k) : 0.0f;
       };
-      if (SCALE == FP8MOE_SCALE_BLOCK) load_w(0);
-      auto sb = [&](int kb) {
+      if (SCALE == FP8MOE_SCALE_BLOCK && !kStaged) load_w(0);
+      auto sb = [&](int kb, int s) {
+        if (kStaged) return ld_shared_f32(saddr(&sm.w_scale[s][wg]));
         if ((kb & 31) == 0 && kb > 0) load_w(kb);
         return __shfl_sync(0xffffffffu, wreg, kb & 31);
       };

@@ -72,6 +72,7 @@ struct Smem {
   float epi[kBM][kEpiPitch]; /* GEMM1's epilogue: the handed-over gate/up halves, then the activated tile */
   uint64_t full[kStages];
   uint64_t empty[kStages];
+  float w_scale[kStages][2]; /* GEMM2, fp32 block scales: each stage's weight-block scale per consumer warpgroup */
 };
 constexpr size_t kSmemBytes = sizeof(Smem) + 1024; /* + slack to align the dynamic buffer to 1024 */
 
@@ -647,20 +648,20 @@ __device__ __forceinline__ void consume(Smem& sm, int wg, int kblocks, uint32_t&
   for (int i = 0; i < 64; ++i) acc[i] = 0.0f;
   /* Issues stage kb's four wgmmas into p as one group; the block scales (c0, c1: the row scales of the
    * thread's rows r0 and r0 + 8; cw: the weight-block scale) are loaded before the barrier wait, so they
-   * overlap it and the wgmmas, except STAGED row scales: sa(h, kb, s) reads them from stage s, after its wait. */
+   * overlap it and the wgmmas, except STAGED scales: sa(h, kb, s) and sb(kb, s) read them from stage s, after its
+   * wait. */
   auto issue = [&](float (&p)[64], int kb, float& c0, float& c1, float& cw) {
     const uint32_t pos = it + static_cast<uint32_t>(kb);
     const int s = static_cast<int>(pos % kStages);
-    if (BLOCK) {
-      cw = sb(kb);
-      if (!STAGED) {
-        c0 = sa(0, kb, s);
-        c1 = sa(1, kb, s);
-      }
+    if (BLOCK && !STAGED) {
+      cw = sb(kb, s);
+      c0 = sa(0, kb, s);
+      c1 = sa(1, kb, s);
     }
     mbar_wait(&sm.full[s], (pos / kStages) & 1u);
     if (GATHERED) fence_proxy_async(); /* A came by cp.async (generic proxy): publish_gathered */
     if (BLOCK && STAGED) {
+      cw = sb(kb, s);
       c0 = sa(0, kb, s);
       c1 = sa(1, kb, s);
     }
