@@ -2,7 +2,8 @@
  * gemm2_mma_sm89.cu (TENSOR acc·(s_a2·s_w); BLOCK Σ_kb partial·s_a2[r,kb]·s_w[e,nb,kb]; ROW acc·s_a2[r]·s_w[e,n])
  * with the warp-specialized wgmma + TMA machinery of wgmma_sm90.cuh. a2q rows are contiguous and expert-sorted
  * (tile_m = 64), so the producer loads both operands by TMA: per stage one 64×128 box of a2q and two
- * 128×128 boxes of W2[e] (output columns n0 … n0+255), 40 KB, expect_tx on the stage's full barrier.
+ * 128×128 boxes of W2[e] (output columns n0 … n0+255), 40 KB, expect_tx on the stage's full barrier; with fp32
+ * block scales producer warps 1–2 also copy the stage's scales into it (produce_row_scales).
  * Persistent CTAs (one per SM, 384 threads) walk (tile, 256-column block) items over the device-side
  * num_tiles/tile_expert in the host's order (item_order, item_group: src/cuda/cuda_plan.c); consumer
  * warpgroup w writes columns n0 + 128w … of the 64 rows, as bf16 into y's row of each row's slot (padding

@@ -621,7 +621,7 @@ __device__ __forceinline__ void init_barriers(Smem& sm, uint32_t full_count) {
 /* Consumer main loop for one work item: kblocks stages starting at ring position `it`. Hopper's fp8 wgmma
  * keeps a narrower-than-fp32 accumulator (~14 bits of mantissa in the additions), so every stage's 128-K sum
  * starts from zero in a partial accumulator and is promoted into the fp32 `acc` by ordinary FMUL/FFMA/FADD,
- * for every format: BLOCK acc += part·(sa(h, kb)·sb(kb)) (the thread's two rows, its B tile; one FFMA,
+ * for every format: BLOCK acc += part·(sa(h, kb, s)·sb(kb, s)) (the thread's two rows, its B tile; one FFMA,
  * promote_stage_fold_if where fold_allowed, else the CPU backend's (part·sa)·sb, for scales where folding could
  * move an overflow by more than a rounding; its comment has the one remaining underflow difference), otherwise
  * acc += part (the scales apply once, in the epilogue). Stages are promoted in order in every LOOP variant
