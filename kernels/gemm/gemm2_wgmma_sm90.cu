@@ -3,7 +3,7 @@
  * with the warp-specialized wgmma + TMA machinery of wgmma_sm90.cuh. a2q rows are contiguous and expert-sorted
  * (tile_m = 64), so the producer loads both operands by TMA: per stage one 64×128 box of a2q and two
  * 128×128 boxes of W2[e] (output columns n0 … n0+255), 40 KB, expect_tx on the stage's full barrier; with fp32
- * block scales producer warps 1–2 also copy the stage's scales into it (produce_row_scales).
+ * block scales producer warps 1–2 also copy the stage's scales into it (produce_stage_scales).
  * Persistent CTAs (one per SM, 384 threads) walk (tile, 256-column block) items over the device-side
  * num_tiles/tile_expert in the host's order (item_order, item_group: src/cuda/cuda_plan.c); consumer
  * warpgroup w writes columns n0 + 128w … of the 64 rows, as bf16 into y's row of each row's slot (padding
@@ -58,7 +58,7 @@ __device__ __forceinline__ Work gemm2_work(const fp8moe_gemm2_args& a, int32_t u
  * (docs/GPU.md "GEMM2's weight-block scale, staged"); read from shared memory after the wait they wait for nothing.
  * The walk over units is thread 0's. */
 template <bool CLUSTER>
-__device__ __forceinline__ void produce_row_scales(const fp8moe_gemm2_args& a, Smem& sm, int32_t first, int32_t stride,
+__device__ __forceinline__ void produce_stage_scales(const fp8moe_gemm2_args& a, Smem& sm, int32_t first, int32_t stride,
                                                    int32_t units, int32_t items, int32_t tiles, int32_t col_blocks,
                                                    int kblocks, int r) {
   const float* const base = static_cast<const float*>(a.a2_scale.data);
@@ -102,7 +102,7 @@ __global__ void __launch_bounds__(kThreads, 1)
                        const __grid_constant__ CUtensorMap map_w) {
 #if FP8MOE_SM90A
   constexpr int kPeers = CLUSTER ? 2 : 1;
-  /* Block scales in fp32: the row scales come with the stage (produce_row_scales) */
+  /* Block scales in fp32: the row and weight-block scales come with the stage (produce_stage_scales) */
   constexpr bool kStaged = SCALE == FP8MOE_SCALE_BLOCK && F32;
   extern __shared__ uint8_t smem_raw[];
   Smem& sm = smem_of(smem_raw);
@@ -147,7 +147,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         for (uint32_t j = 0; j < static_cast<uint32_t>(kStages); ++j)
           mbar_wait_cluster(&sm.empty[(it + j) % kStages], (((it + j) / kStages) & 1u) ^ 1u);
     } else if (kStaged && threadIdx.x >= 32 && threadIdx.x < 32 + kBM) {
-      produce_row_scales<CLUSTER>(a, sm, first, stride, units, items, tiles, col_blocks, kblocks,
+      produce_stage_scales<CLUSTER>(a, sm, first, stride, units, items, tiles, col_blocks, kblocks,
                                   static_cast<int>(threadIdx.x) - 32);
     }
   } else {
