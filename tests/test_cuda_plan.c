@@ -307,9 +307,15 @@ static void sm90_variants(void) {
          "FALLBACK=y: the pair kernel's static item walk, nothing else changed");
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "12dkjpcstgqruomn", 1);
   EXPECT(fp8moe_cuda_plan_context_sm90_variant().gemm1_claim == 1, "FALLBACK without y: claimed items");
+  EXPECT(fp8moe_cuda_plan_context_sm90_variant().gemm2_group == 1, "FALLBACK without 5: GEMM2's own group rule");
   EXPECT(fp8moe_cuda_plan_context_sm90_variant().gemm1_pair_cluster == 0, "FALLBACK without e: one CTA per pair item");
   EXPECT(stream_is(1, 1, 1), "FALLBACK without h, b or 3: the stream handoff, units of two tiles, the aligned split");
   EXPECT(fp8moe_cuda_plan_context_sm90_variant().gemm1_sorted_x == 1, "FALLBACK without 7 or 8: the sorted-x rule");
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "5", 1);
+  EXPECT(variant_is(overlap, grouped, grouped) && clusters_are(0) &&
+             fp8moe_cuda_plan_context_sm90_variant().gemm2_group == 0 &&
+             fp8moe_cuda_plan_context_sm90_variant().gemm1_claim == 1,
+         "FALLBACK=5: the 64-row GEMM2's groups by GEMM1's rule, nothing else changed");
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "3", 1);
   EXPECT(variant_is(overlap, grouped, grouped) && clusters_are(0) && stream_is(1, 1, 0),
          "FALLBACK=3: the stream GEMMs without the expert-aligned split, nothing else changed");
@@ -388,6 +394,35 @@ static void sm90_group(void) {
       EXPECT(0, "group for K = %lld bytes: %d outside the rule", (long long)k, (int)g);
       break;
     }
+  }
+  /* The 64-row GEMM2's own rule (docs/GPU.md "GEMM2's group size") up to its rows per expert, GEMM1's past them
+   * and under "5" */
+  const fp8moe_sm90_group_rule* r2 = fp8moe_cuda_plan_sm90_gemm2_group_rule();
+  EXPECT(r2->a_bytes < r->a_bytes && r2->min_group == r->min_group && r2->max_group == r->max_group &&
+             r2->max_rows == 128 && r->max_rows == 0 && r2->why,
+         "GEMM2 group rule: a smaller budget than GEMM1's up to 128 rows per expert, the same clamps");
+  static const struct {
+    int64_t k, T, K, E;
+    int32_t g;
+  } g2[] = {{2048, 2048, 8, 256, 16},  /* deepseek-v3 T = 2048: 64 rows per expert */
+            {2048, 4096, 8, 256, 16},  /* 128 rows: the edge */
+            {2048, 4097, 8, 256, 64},  /* past it: GEMM1's rule */
+            {2048, 8192, 8, 256, 64},  /* deepseek-v3 T = 8192 */
+            {2048, 512, 8, 384, 16},   /* kimi-k2 T = 512 */
+            {768, 2048, 8, 128, 42},   /* qwen3-30b-a3b T = 2048 */
+            {1408, 512, 8, 128, 22},   /* glm-4.5-air T = 512 */
+            {1536, 2048, 8, 128, 20},  /* qwen3-235b-a22b T = 2048 */
+            {14336, 512, 2, 8, 8},     /* mixtral-8x7b T = 512: the floor either way */
+            {8192, 2048, 1, 16, 8},    /* llama4-scout T = 2048 */
+            {8192, 8192, 1, 16, 16},   /* llama4-scout T = 8192: GEMM1's rule */
+            {256, 1, 8, 256, 64}};     /* the cap */
+  for (size_t i = 0; i < sizeof g2 / sizeof g2[0]; ++i) {
+    const int32_t g = fp8moe_cuda_plan_sm90_gemm2_group(g2[i].k, g2[i].T * g2[i].K, g2[i].E, 1);
+    const int32_t g5 = fp8moe_cuda_plan_sm90_gemm2_group(g2[i].k, g2[i].T * g2[i].K, g2[i].E, 0);
+    EXPECT(g == g2[i].g && g5 == fp8moe_cuda_plan_sm90_group(g2[i].k),
+           "GEMM2 group for K = %lld bytes, T = %lld, K = %lld, E = %lld: got %d (\"5\": %d), expected %d (%d)",
+           (long long)g2[i].k, (long long)g2[i].T, (long long)g2[i].K, (long long)g2[i].E, (int)g, (int)g5,
+           (int)g2[i].g, (int)fp8moe_cuda_plan_sm90_group(g2[i].k));
   }
 }
 

@@ -204,7 +204,7 @@ int fp8moe_cuda_plan_stream_workspace(int32_t cc, const fp8moe_problem* p) {
 /* The pair items' A from expert-sorted rows where fp8moe_cuda_plan_sorted_x says so (docs/GPU.md "Expert-sorted
  * activations"). */
 static const fp8moe_sm90_variant k_sm90_default = {FP8MOE_SM90_LOOP_OVERLAP, FP8MOE_SM90_ORDER_GROUPED,
-                                                   FP8MOE_SM90_ORDER_GROUPED, 0, 0, 1, 1, 1, 1, 0, 1, 1};
+                                                   FP8MOE_SM90_ORDER_GROUPED, 0, 0, 1, 1, 1, 1, 0, 1, 1, 1};
 
 fp8moe_sm90_variant fp8moe_cuda_plan_context_sm90_variant(void) {
   fp8moe_sm90_variant v = k_sm90_default;
@@ -228,6 +228,7 @@ fp8moe_sm90_variant fp8moe_cuda_plan_context_sm90_variant(void) {
   if (strchr(sw, '3') != NULL) v.stream_align = 0;
   if (strchr(sw, '7') != NULL) v.gemm1_sorted_x = 2;
   if (strchr(sw, '8') != NULL) v.gemm1_sorted_x = 0;
+  if (strchr(sw, '5') != NULL) v.gemm2_group = 0;
   return v;
 }
 
@@ -249,15 +250,37 @@ fp8moe_sm90_variant fp8moe_cuda_plan_context_sm90_variant(void) {
  * item pairs (2u, 2u + 1) of GEMM2's 2-CTA cluster kernel are two tiles of one column block everywhere but
  * in a short last group. */
 static const fp8moe_sm90_group_rule k_sm90_group = {
-    8 << 20, 8, 64, "grouped item order: one group's A rows within a sixth of the H200's 50 MB L2"};
+    8 << 20, 8, 64, 0, "grouped item order: one group's A rows within a sixth of the H200's 50 MB L2"};
 
 const fp8moe_sm90_group_rule* fp8moe_cuda_plan_sm90_group_rule(void) { return &k_sm90_group; }
 
-int32_t fp8moe_cuda_plan_sm90_group(int64_t k_bytes) {
-  const fp8moe_sm90_group_rule* r = &k_sm90_group;
+static int32_t group_of(const fp8moe_sm90_group_rule* r, int64_t k_bytes) {
   const int64_t per_tile = (int64_t)FP8MOE_GEMM_TILE_M_LARGE * (k_bytes > 0 ? k_bytes : 1);
   const int64_t g = r->a_bytes / per_tile / 2 * 2; /* even */
   return (int32_t)(g < r->min_group ? r->min_group : g > r->max_group ? r->max_group : g);
+}
+
+int32_t fp8moe_cuda_plan_sm90_group(int64_t k_bytes) { return group_of(&k_sm90_group, k_bytes); }
+
+/* The 64-row GEMM2 (docs/GPU.md "GEMM2's group size"): within a group its items go column-block major, so a tile's
+ * A rows come back once per column block, after the W2 slices of the group's other tiles have streamed by. With
+ * one or two tiles per expert and GEMM1's rule (deepseek-v3 T = 2048: G = 64, ~32 experts' 512 KB slices per
+ * column block) that is ~24 MB between two reads of a row, and ncu counted 3.1–3.3 GB of DRAM reads for 2.53 GB of
+ * W2 and a2q; with a quarter of the budget (G = 16) 2.8 GB, GEMM2 1.10 → 1.01 ms and the layer 2–5 % faster at
+ * T ≤ 2048 on the shapes with I ≤ 2,048 (session 46, H100, paired A/B). Where experts hold many tiles a small group
+ * cuts more of them at its boundaries, and each cut expert's W2 is read twice: deepseek-v3 T = 8192 (4 tiles per
+ * expert) read 3.87 GB against 3.54 and the layer lost 0.7 %, llama4-scout T = 8192 1.4 %; so the rule holds up to
+ * 128 rows (two tiles) per expert. The floor stays 8 (mixtral-8x7b's 896 KiB tiles keep G = 8). GEMM1 keeps its
+ * rule at every size: its 1.8 MB W13 slices must meet the group's tiles in L2 (a quarter budget there: +7 % GEMM1). */
+static const fp8moe_sm90_group_rule k_sm90_gemm2_group = {
+    2 << 20, 8, 64, 128, "64-row GEMM2 with few tiles per expert: a group's a2q rows outlive the W2 between reads"};
+
+const fp8moe_sm90_group_rule* fp8moe_cuda_plan_sm90_gemm2_group_rule(void) { return &k_sm90_gemm2_group; }
+
+int32_t fp8moe_cuda_plan_sm90_gemm2_group(int64_t k_bytes, int64_t routed_rows, int64_t experts, int32_t gemm2_group) {
+  const fp8moe_sm90_group_rule* r = &k_sm90_gemm2_group;
+  const int few = routed_rows <= (int64_t)r->max_rows * (experts > 0 ? experts : 1);
+  return group_of(gemm2_group && few ? r : &k_sm90_group, k_bytes);
 }
 
 int32_t fp8moe_cuda_plan_sm90_pair_group(int64_t k_bytes) { return fp8moe_cuda_plan_sm90_group(k_bytes) / 2; }

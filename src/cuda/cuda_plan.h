@@ -101,6 +101,8 @@ typedef struct fp8moe_sm90_variant {
   int32_t gemm1_sorted_x;  /* the input quantization writes each token's codes into its expert-sorted rows and the
                               one-CTA pair items load A from them by TMA (docs/GPU.md "Expert-sorted activations"):
                               1 where fp8moe_cuda_plan_sorted_x says so, 2 ("7") wherever they can, 0 ("8") never */
+  int32_t gemm2_group;     /* 1: the 64-row GEMM2's own group rule where it holds; 0 ("5"): GEMM1's rule everywhere,
+                              as both GEMMs had before session 46 (docs/GPU.md "GEMM2's group size") */
 } fp8moe_sm90_variant;
 
 /* At context creation: the default variant (data in cuda_plan.c: both GEMMs grouped), with each letter
@@ -111,8 +113,8 @@ typedef struct fp8moe_sm90_variant {
  * the 64-row GEMM1 kernel for 64-row items, "y" the pair kernel's static item walk, "h" the stream GEMMs without
  * their epilogue warpgroup, "b" the stream GEMMs without units of two tiles, "e" the 128-row GEMM1's pair items in
  * 2-CTA clusters ("n" wins over it), "3" the stream GEMMs without the expert-aligned split, "7" the pair items' A
- * from expert-sorted rows by TMA wherever they can, "8" never (wins over "7").
- * Letters of the other switches ("1", "2", "d", "k", "j", "p", "c", "s") leave it. */
+ * from expert-sorted rows by TMA wherever they can, "8" never (wins over "7"), "5" the 64-row GEMM2's groups by
+ * GEMM1's rule. Letters of the other switches ("1", "2", "d", "k", "j", "p", "c", "s") leave it. */
 fp8moe_sm90_variant fp8moe_cuda_plan_context_sm90_variant(void);
 
 /* The grouped order's tiles per group (FP8MOE_SM90_ORDER_GROUPED): as many 64-row tiles as keep one group's
@@ -123,6 +125,7 @@ typedef struct fp8moe_sm90_group_rule {
   int64_t a_bytes;   /* L2 bytes one group's A rows may take */
   int32_t min_group; /* at least this many tiles per group */
   int32_t max_group; /* at most this many */
+  int32_t max_rows;  /* the rule holds up to this many routed rows per expert on average (T·K/E); 0: at any */
   const char* why;
 } fp8moe_sm90_group_rule;
 
@@ -130,6 +133,12 @@ const fp8moe_sm90_group_rule* fp8moe_cuda_plan_sm90_group_rule(void);
 
 /* Tiles per group for a GEMM reducing over k_bytes (≥ 1); always even, within [min_group, max_group]. */
 int32_t fp8moe_cuda_plan_sm90_group(int64_t k_bytes);
+
+/* The 64-row GEMM2's groups (docs/GPU.md "GEMM2's group size"): its own rule, a smaller A budget, where the
+ * experts hold few rows (routed_rows = T·K ≤ max_rows · E); GEMM1's rule elsewhere and wherever the variant's
+ * gemm2_group says so ("5"). The same arithmetic as fp8moe_cuda_plan_sm90_group. */
+const fp8moe_sm90_group_rule* fp8moe_cuda_plan_sm90_gemm2_group_rule(void);
+int32_t fp8moe_cuda_plan_sm90_gemm2_group(int64_t k_bytes, int64_t routed_rows, int64_t experts, int32_t gemm2_group);
 
 /* The 128-row GEMMs' group in pairs of 64-row tiles: half the tiles per group, so a group holds the same A
  * rows (≥ 4 pairs). */

@@ -377,7 +377,7 @@ static int32_t experts(const fp8moe_cuda_impl* impl, const fp8moe_problem* p, co
   g2.tma_encode = impl->tma_encode;
   g2.sm90_loop = impl->sm90_loop;
   g2.item_order = impl->gemm2_order;
-  g2.item_group = fp8moe_cuda_plan_sm90_group(p->I);
+  g2.item_group = fp8moe_cuda_plan_sm90_gemm2_group(p->I, p->T * p->K, p->E, impl->gemm2_group);
   g2.max_clusters = impl->gemm2_clusters;
   g2.stream_partials = g->stream_partials;
   g2.stream_counters = g->stream_counters;
