@@ -195,6 +195,9 @@ int fp8moe_prepare_prologue(int32_t* usable);
 #define FP8MOE_SM90_ORDER_TILE_MAJOR 0   /* item w: tile w / column_blocks, column block w % column_blocks */
 #define FP8MOE_SM90_ORDER_COLUMN_MAJOR 1 /* item w: tile w % tiles, column block w / tiles */
 #define FP8MOE_SM90_ORDER_GROUPED 2      /* groups of item_group consecutive tiles, column-block major inside */
+/* The 64-row GEMM2's expert-aligned groups (gemm2_args.aligned_groups, kernels/gemm/sm90_items.h): each CTA keeps the
+ * group edges in shared memory, at most this many (ceil(max_tiles / item_group) + 1) */
+#define FP8MOE_SM90_MAX_GROUP_EDGES 1024
 /* The weight-streaming decode GEMMs (kernels/gemm_stream.h): shared-memory ring depth (stages of 32 KB of
  * weights + 2 KB of token rows), the most CTAs they run on (the workspace holds two partial tiles and one
  * counter per CTA), the weight rows of one unit (GEMM1: 128 gate + 128 up rows; GEMM2: 256 output columns;
@@ -313,6 +316,9 @@ typedef struct fp8moe_gemm2_args {
   int32_t max_clusters;        /* sm90 only: > 0 runs the 2-CTA cluster kernel (B multicast to both CTAs of a
                                   pair of items of one column block and expert) on at most this many
                                   clusters (fp8moe_prepare_gemm2_sm90_clusters); 0 the one-CTA kernel */
+  int32_t aligned_groups;      /* the one-CTA 64-row sm90 kernel, GROUPED only: 1 = group edges moved to experts'
+                                  first tiles (sm90_items.h; ceil(max_tiles / item_group) + 1 ≤
+                                  FP8MOE_SM90_MAX_GROUP_EDGES, else the launcher refuses); 0 = plain groups */
   float* stream_partials;      /* stream kernels only, as GEMM1 (the two kernels share the slices) */
   uint32_t* stream_counters;
   int32_t stream_handoff;      /* stream kernels only, as GEMM1 */

@@ -308,6 +308,7 @@ static void sm90_variants(void) {
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "12dkjpcstgqruomn", 1);
   EXPECT(fp8moe_cuda_plan_context_sm90_variant().gemm1_claim == 1, "FALLBACK without y: claimed items");
   EXPECT(fp8moe_cuda_plan_context_sm90_variant().gemm2_group == 1, "FALLBACK without 5: GEMM2's own group rule");
+  EXPECT(fp8moe_cuda_plan_context_sm90_variant().gemm2_aligned == 1, "FALLBACK without 6: GEMM2's aligned groups");
   EXPECT(fp8moe_cuda_plan_context_sm90_variant().gemm1_pair_cluster == 0, "FALLBACK without e: one CTA per pair item");
   EXPECT(stream_is(1, 1, 1), "FALLBACK without h, b or 3: the stream handoff, units of two tiles, the aligned split");
   EXPECT(fp8moe_cuda_plan_context_sm90_variant().gemm1_sorted_x == 1, "FALLBACK without 7 or 8: the sorted-x rule");
@@ -316,6 +317,12 @@ static void sm90_variants(void) {
              fp8moe_cuda_plan_context_sm90_variant().gemm2_group == 0 &&
              fp8moe_cuda_plan_context_sm90_variant().gemm1_claim == 1,
          "FALLBACK=5: the 64-row GEMM2's groups by GEMM1's rule, nothing else changed");
+  EXPECT(fp8moe_cuda_plan_context_sm90_variant().gemm2_aligned == 1, "FALLBACK=5: GEMM2's groups still aligned");
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "6", 1);
+  EXPECT(variant_is(overlap, grouped, grouped) && clusters_are(0) &&
+             fp8moe_cuda_plan_context_sm90_variant().gemm2_aligned == 0 &&
+             fp8moe_cuda_plan_context_sm90_variant().gemm2_group == 1,
+         "FALLBACK=6: the 64-row GEMM2's plain group edges, nothing else changed");
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "3", 1);
   EXPECT(variant_is(overlap, grouped, grouped) && clusters_are(0) && stream_is(1, 1, 0),
          "FALLBACK=3: the stream GEMMs without the expert-aligned split, nothing else changed");
@@ -429,6 +436,71 @@ static void sm90_group(void) {
 /* Every item order visits each (tile, column block) exactly once, in range, for many shapes and groups
  * (the mapping both sm90 GEMMs' producers and consumers use, kernels/gemm/sm90_items.h); the grouped order
  * keeps the items of a group together and column-block major inside it. */
+/* The expert-aligned groups (kernels/gemm/sm90_items.h; docs/GPU.md "Expert-aligned groups"): for random experts of
+ * 1–9 tiles, every group edge lies in [g·group, g·group + group/2], at an expert's first tile wherever one starts in
+ * that window, the edges grow strictly (an edge that reaches the last tile leaves empty groups after it, never
+ * selected), and the mapping is a bijection, column-block major within each group. */
+static void sm90_aligned_groups(void) {
+  enum { kMaxTiles = 420, kMaxCb = 29 };
+  static int32_t tile_expert[kMaxTiles], edges[kMaxTiles + 2];
+  static uint32_t bits[kMaxTiles / 32 + 2];
+  static unsigned char seen[kMaxTiles * kMaxCb];
+  const int32_t groups[] = {1, 2, 3, 4, 8, 9, 16, 18, 22, 42, 64};
+  const int32_t cbs[] = {1, 3, 28};
+  uint32_t rng = 12345u;
+  int bad = 0, cut_free = 0;
+  for (int rep = 0; rep < 60 && !bad; ++rep) {
+    int32_t tiles = 0, e = 0;
+    const int32_t max_run = 1 + rep % 9;
+    const int32_t want = 1 + (int32_t)((rng = rng * 1664525u + 1013904223u) >> 8) % (kMaxTiles - 10);
+    while (tiles < want) {
+      int32_t run = 1 + (int32_t)((rng = rng * 1664525u + 1013904223u) >> 8) % max_run;
+      for (; run > 0 && tiles < want; --run) tile_expert[tiles++] = e;
+      e += 1 + (int32_t)((rng >> 4) & 1u); /* some experts without tiles */
+    }
+    memset(bits, 0, sizeof bits);
+    for (int32_t t = 0; t <= tiles; ++t)
+      if (t == 0 || t == tiles || tile_expert[t] != tile_expert[t - 1]) bits[t >> 5] |= 1u << (t & 31);
+    for (size_t gi = 0; gi < sizeof groups / sizeof groups[0] && !bad; ++gi) {
+      const int32_t group = groups[gi], ng = (tiles + group - 1) / group;
+      for (int32_t g = 0; g <= ng; ++g) edges[g] = fp8moe_sm90_group_edge(bits, tiles, group, g);
+      for (int32_t g = 1; g <= ng && !bad; ++g) {
+        const int32_t n = g * group, last = n + group / 2;
+        int32_t first = -1; /* the first expert start (or the end) in the window */
+        for (int32_t t = n; t <= last && t <= tiles && first < 0; ++t)
+          if (t == tiles || tile_expert[t] != tile_expert[t - 1]) first = t;
+        const int32_t want_edge = g == ng ? tiles : first >= 0 ? first : n;
+        if (edges[g] != want_edge || edges[g] < edges[g - 1] || (edges[g] == edges[g - 1] && edges[g] != tiles)) {
+          EXPECT(0, "aligned groups: tiles %d group %d edge %d = %d, expected %d (previous %d)", (int)tiles,
+                 (int)group, (int)g, (int)edges[g], (int)want_edge, (int)edges[g - 1]);
+          bad = 1;
+        }
+        cut_free += first >= 0;
+      }
+      for (size_t ci = 0; ci < sizeof cbs / sizeof cbs[0] && !bad; ++ci) {
+        const int32_t cb = cbs[ci];
+        memset(seen, 0, (size_t)tiles * (size_t)cb);
+        fp8moe_sm90_item prev = {0, 0};
+        int32_t prev_g = 0;
+        for (int32_t w = 0; w < tiles * cb && !bad; ++w) {
+          const fp8moe_sm90_item it = fp8moe_sm90_item_aligned(w, cb, group, edges);
+          int32_t g = 0;
+          while (g + 1 <= ng && edges[g + 1] <= it.tile) ++g;
+          if (it.tile < 0 || it.tile >= tiles || it.col_block < 0 || it.col_block >= cb ||
+              seen[it.tile * cb + it.col_block]++ || g < prev_g || (g == prev_g && it.col_block < prev.col_block)) {
+            EXPECT(0, "aligned groups: tiles %d cb %d group %d: item %d -> (%d, %d) after (%d, %d)", (int)tiles,
+                   (int)cb, (int)group, (int)w, (int)it.tile, (int)it.col_block, (int)prev.tile, (int)prev.col_block);
+            bad = 1;
+          }
+          prev = it;
+          prev_g = g;
+        }
+      }
+    }
+  }
+  EXPECT(!bad && cut_free > 0, "expert-aligned groups: edges in their windows, at experts' starts, a bijection");
+}
+
 static void sm90_item_orders(void) {
   static unsigned char seen[97 * 29];
   const int32_t orders[3] = {FP8MOE_SM90_ORDER_TILE_MAJOR, FP8MOE_SM90_ORDER_COLUMN_MAJOR, FP8MOE_SM90_ORDER_GROUPED};
@@ -1286,6 +1358,7 @@ int main(void) {
   sm90_variants();
   sm90_group();
   sm90_item_orders();
+  sm90_aligned_groups();
   prologue_rule();
   prologue_team_rule();
   return test_finish("test_cuda_plan", test_checks_run);

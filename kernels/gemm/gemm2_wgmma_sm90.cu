@@ -15,8 +15,10 @@
  * 16 column blocks per expert, 59 MB of W2 per wave); column-block major (the mma.sync kernel's order)
  * re-reads all of a2q (rows·I bytes, 151 MB at deepseek-v3 T = 8192, beyond L2) once per column block:
  * 28 × 151 MB ≈ 4.2 GB, more than W2's 3.8 GB.
- * Producer and consumers map items through the same fp8moe_sm90_item_of, and every order visits every
- * (tile, column block) once, so the output does not depend on it. */
+ * Producer and consumers map items through the same function (gemm2_item), and every order visits every
+ * (tile, column block) once, so the output does not depend on it. With a.aligned_groups every CTA first computes the
+ * grouped order's edges, moved to experts' first tiles, into shared memory (build_group_edges; docs/GPU.md
+ * "Expert-aligned groups"). */
 #include "sm90_items.h"
 #include "wgmma_sm90.cuh"
 
@@ -25,6 +27,28 @@ namespace sm90 {
 namespace {
 
 #if FP8MOE_SM90A
+/* Expert-aligned groups: all 384 threads, before init_barriers' CTA barrier (which publishes the edges). The edge
+ * bitmap (bit t: tile t starts an expert, or t = tiles; ≤ 257 words) lives in the epilogue buffer, whose first
+ * writes (the y tiles) come after that barrier. */
+__device__ __forceinline__ void build_group_edges(const fp8moe_gemm2_args& a, Smem& sm, int32_t tiles) {
+  uint32_t* const bits = reinterpret_cast<uint32_t*>(&sm.epi[0][0]);
+  const int32_t words = (tiles >> 5) + 1, tid = static_cast<int32_t>(threadIdx.x);
+  for (int32_t i = tid; i < words; i += kThreads) bits[i] = 0u;
+  __syncthreads();
+  for (int32_t t = tid; t <= tiles; t += kThreads)
+    if (t == 0 || t == tiles || a.tile_expert[t] != a.tile_expert[t - 1]) atomicOr(&bits[t >> 5], 1u << (t & 31));
+  __syncthreads();
+  const int32_t groups = (tiles + a.item_group - 1) / a.item_group;
+  for (int32_t g = tid; g <= groups; g += kThreads) sm.group_edge[g] = fp8moe_sm90_group_edge(bits, tiles, a.item_group, g);
+}
+
+/* Item w's tile and column block: the expert-aligned groups (above) or fp8moe_sm90_item_of. */
+__device__ __forceinline__ fp8moe_sm90_item gemm2_item(const fp8moe_gemm2_args& a, const Smem& sm, int32_t w,
+                                                       int32_t tiles, int32_t col_blocks) {
+  if (a.aligned_groups) return fp8moe_sm90_item_aligned(w, col_blocks, a.item_group, sm.group_edge);
+  return fp8moe_sm90_item_of(w, tiles, col_blocks, a.item_order, a.item_group);
+}
+
 /* What one CTA does for one unit of work: a tile and its first output column, whether its rows are stored
  * (a shadow item is computed but not stored), and whether the two CTAs of a cluster share the B slices. */
 struct Work {
@@ -37,14 +61,14 @@ struct Work {
 
 /* The producer's view of unit u (fp8moe_sm90_unit_item), and whether the pair shares B (pair_shares_b). */
 template <bool CLUSTER>
-__device__ __forceinline__ Work gemm2_work(const fp8moe_gemm2_args& a, int32_t u, int32_t items, int32_t tiles,
-                                           int32_t col_blocks, uint32_t rank) {
+__device__ __forceinline__ Work gemm2_work(const fp8moe_gemm2_args& a, const Smem& sm, int32_t u, int32_t items,
+                                           int32_t tiles, int32_t col_blocks, uint32_t rank) {
   if (!CLUSTER) {
-    const fp8moe_sm90_item it = fp8moe_sm90_item_of(u, tiles, col_blocks, a.item_order, a.item_group);
+    const fp8moe_sm90_item it = gemm2_item(a, sm, u, tiles, col_blocks);
     return {it.tile, it.col_block * kGemm2Cols, a.tile_expert[it.tile], true, false};
   }
   const fp8moe_sm90_unit un = fp8moe_sm90_unit_item(u, items, 2, rank);
-  const fp8moe_sm90_item it = fp8moe_sm90_item_of(un.item, tiles, col_blocks, a.item_order, a.item_group);
+  const fp8moe_sm90_item it = gemm2_item(a, sm, un.item, tiles, col_blocks);
   return {it.tile, it.col_block * kGemm2Cols, a.tile_expert[it.tile], un.store != 0,
           pair_shares_b(u, items, tiles, col_blocks, a.item_order, a.item_group, a.tile_expert)};
 }
@@ -66,7 +90,7 @@ __device__ __forceinline__ void produce_stage_scales(const fp8moe_gemm2_args& a,
   uint32_t it = 0;
   for (int32_t u = first; u < units; u += stride) {
     const fp8moe_sm90_unit un = fp8moe_sm90_unit_item(u, items, CLUSTER ? 2 : 1, CLUSTER ? cluster_ctarank() : 0u);
-    const fp8moe_sm90_item item = fp8moe_sm90_item_of(un.item, tiles, col_blocks, a.item_order, a.item_group);
+    const fp8moe_sm90_item item = gemm2_item(a, sm, un.item, tiles, col_blocks);
     const int64_t row = static_cast<int64_t>(item.tile) * kBM + r;
     const bool real = un.store != 0 && a.sorted_slots[row] >= 0;
     const float* src = real ? base + row * a.a2_scale.s[0] : base;
@@ -106,8 +130,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   constexpr bool kStaged = SCALE == FP8MOE_SCALE_BLOCK && F32;
   extern __shared__ uint8_t smem_raw[];
   Smem& sm = smem_of(smem_raw);
-  init_barriers<kPeers>(sm, kStaged ? 1u + static_cast<uint32_t>(kBM) * kGatherArrivals : 1u);
   const int32_t tiles = *a.num_tiles;
+  if (!CLUSTER && a.aligned_groups) build_group_edges(a, sm, tiles);
+  init_barriers<kPeers>(sm, kStaged ? 1u + static_cast<uint32_t>(kBM) * kGatherArrivals : 1u);
   const int32_t col_blocks = a.H / kGemm2Cols;
   const int32_t items = tiles * col_blocks; /* < 2^31: the launcher checks max_tiles · col_blocks */
   const int kblocks = a.I / kBK;
@@ -120,7 +145,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (threadIdx.x == 0) {
       uint32_t it = 0;
       for (int32_t u = first; u < units; u += stride) {
-        const Work wk = gemm2_work<CLUSTER>(a, u, items, tiles, col_blocks, rank);
+        const Work wk = gemm2_work<CLUSTER>(a, sm, u, items, tiles, col_blocks, rank);
         /* Not unrolled: the producer thread runs within setmaxnreg's 40 registers. */
 #pragma unroll 1
         for (int kb = 0; kb < kblocks; ++kb, ++it) {
@@ -161,7 +186,7 @@ __global__ void __launch_bounds__(kThreads, 1)
        * block-scale consumers have no register to spare. */
       const fp8moe_sm90_unit un = fp8moe_sm90_unit_item(u, items, kPeers, CLUSTER ? cluster_ctarank() : 0u);
       const bool store = un.store != 0;
-      const fp8moe_sm90_item item = fp8moe_sm90_item_of(un.item, tiles, col_blocks, a.item_order, a.item_group);
+      const fp8moe_sm90_item item = gemm2_item(a, sm, un.item, tiles, col_blocks);
       const int tile = item.tile;
       const int32_t nb = item.col_block * kGemm2Cols + wg * kBN; /* this warpgroup's columns */
       const int32_t e = a.tile_expert[tile];
@@ -261,6 +286,9 @@ extern "C" int fp8moe_launch_gemm2_sm90(const fp8moe_gemm2_args* a, cudaStream_t
   using namespace fp8moe::sm90;
   if (a->max_tiles == 0) return cudaSuccess;
   if (!fp8moe_sm90_order_ok(a->item_order, a->item_group, a->max_tiles, a->H / kGemm2Cols)) return cudaErrorInvalidValue;
+  if (a->aligned_groups && (a->item_order != FP8MOE_SM90_ORDER_GROUPED || a->max_clusters > 0 ||
+                            (a->max_tiles + a->item_group - 1) / a->item_group + 1 > FP8MOE_SM90_MAX_GROUP_EDGES))
+    return cudaErrorInvalidValue;
   CUtensorMap ma, mw;
   const int e = fp8moe_sm90_encode_gemm2(a, &ma, &mw);
   if (e != 0) return e;

@@ -54,6 +54,51 @@ FP8MOE_ITEMS_FN fp8moe_sm90_item fp8moe_sm90_item_of(int32_t w, int32_t tiles, i
   return it;
 }
 
+/* GROUPED with expert-aligned edges (the 64-row GEMM2, a.aligned_groups; docs/GPU.md "Expert-aligned groups"): group
+ * g ≥ 1 starts at the first expert's first tile within [g·group, g·group + group/2], or at g·group when no expert
+ * starts there (an expert of more tiles than that slack is cut, as in plain GROUPED), so an expert's tiles share a
+ * group and its B slices are read once, where a plain edge cuts one expert in about (tiles per expert − 1) / tiles
+ * per expert of the groups and that expert's B comes from DRAM twice. edge_bits: bit t set for t = 0, for t = tiles
+ * and where tile t starts an expert (tile_expert[t] ≠ tile_expert[t − 1]); every bit past tiles clear. The slack is
+ * below the group, so the edges grow strictly until one reaches `tiles` (the groups after it are empty) and every
+ * group but the last holds at least group/2 tiles. */
+FP8MOE_ITEMS_FN int32_t fp8moe_sm90_bit_at_or_after(uint32_t word, int32_t bit) { /* −1: none */
+  const uint32_t w = word >> bit;
+#if defined(__CUDA_ARCH__)
+  return w ? bit + __ffs(static_cast<int>(w)) - 1 : -1;
+#else
+  return w ? bit + __builtin_ctz(w) : -1;
+#endif
+}
+FP8MOE_ITEMS_FN int32_t fp8moe_sm90_group_edge(const uint32_t* edge_bits, int32_t tiles, int32_t group, int32_t g) {
+  const int32_t n = g * group; /* ≤ tiles + group: the launchers check group · col_blocks and max_tiles */
+  if (g <= 0) return 0;
+  if (n >= tiles) return tiles;
+  const int32_t last = n + group / 2; /* the window [n, last] */
+  for (int32_t t = n; t <= last; t = (t | 31) + 1) {
+    const int32_t f = fp8moe_sm90_bit_at_or_after(edge_bits[t >> 5], t & 31);
+    if (f >= 0) {
+      const int32_t e = (t & ~31) + f;
+      return e <= last ? e : n;
+    }
+  }
+  return n;
+}
+/* Item w of the aligned grouping: edges[g] = fp8moe_sm90_group_edge(…, g) for g = 0 … ceil(tiles / group) (the last
+ * = tiles). Tile q = w / col_blocks lies in group q / group or the one before (edges[g] ≥ g·group > edges[g − 1]), and
+ * inside a group the items go column-block major, as plain GROUPED: a bijection of [0, tiles·col_blocks). */
+FP8MOE_ITEMS_FN fp8moe_sm90_item fp8moe_sm90_item_aligned(int32_t w, int32_t col_blocks, int32_t group,
+                                                          const int32_t* edges) {
+  const int32_t q = w / col_blocks;
+  int32_t g = q / group;
+  if (q < edges[g]) --g;
+  const int32_t lo = edges[g], size = edges[g + 1] - lo, r = w - lo * col_blocks;
+  fp8moe_sm90_item it;
+  it.tile = lo + r % size;
+  it.col_block = r / size;
+  return it;
+}
+
 /* The item a CTA takes in unit u of its walk. One CTA per unit (peers = 1): item u. A 2-CTA cluster
  * (peers = 2; both GEMMs' cluster kernels, docs/GPU.md "2-CTA clusters") takes the item pair (2u, 2u + 1)
  * per unit, rank r item 2u + r, except that past the last item (an odd count) rank 1 shadows item 2u: it

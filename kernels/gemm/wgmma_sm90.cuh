@@ -73,6 +73,7 @@ struct Smem {
   uint64_t full[kStages];
   uint64_t empty[kStages];
   float w_scale[kStages][2]; /* GEMM2, fp32 block scales: each stage's weight-block scale per consumer warpgroup */
+  int32_t group_edge[FP8MOE_SM90_MAX_GROUP_EDGES]; /* GEMM2, expert-aligned groups: the group edges (sm90_items.h) */
 };
 constexpr size_t kSmemBytes = sizeof(Smem) + 1024; /* + slack to align the dynamic buffer to 1024 */
 

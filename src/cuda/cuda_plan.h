@@ -103,6 +103,8 @@ typedef struct fp8moe_sm90_variant {
                               1 where fp8moe_cuda_plan_sorted_x says so, 2 ("7") wherever they can, 0 ("8") never */
   int32_t gemm2_group;     /* 1: the 64-row GEMM2's own group rule where it holds; 0 ("5"): GEMM1's rule everywhere,
                               as both GEMMs had before session 46 (docs/GPU.md "GEMM2's group size") */
+  int32_t gemm2_aligned;   /* 1: the 64-row GEMM2's group edges moved to experts' first tiles where its grouped order
+                              runs and the edges fit; 0 ("6"): plain groups (docs/GPU.md "Expert-aligned groups") */
 } fp8moe_sm90_variant;
 
 /* At context creation: the default variant (data in cuda_plan.c: both GEMMs grouped), with each letter
@@ -114,7 +116,7 @@ typedef struct fp8moe_sm90_variant {
  * their epilogue warpgroup, "b" the stream GEMMs without units of two tiles, "e" the 128-row GEMM1's pair items in
  * 2-CTA clusters ("n" wins over it), "3" the stream GEMMs without the expert-aligned split, "7" the pair items' A
  * from expert-sorted rows by TMA wherever they can, "8" never (wins over "7"), "5" the 64-row GEMM2's groups by
- * GEMM1's rule. Letters of the other switches ("1", "2", "d", "k", "j", "p", "c", "s") leave it. */
+ * GEMM1's rule, "6" its groups without expert-aligned edges. Letters of the other switches ("1", "2", "d", "k", "j", "p", "c", "s") leave it. */
 fp8moe_sm90_variant fp8moe_cuda_plan_context_sm90_variant(void);
 
 /* The grouped order's tiles per group (FP8MOE_SM90_ORDER_GROUPED): as many 64-row tiles as keep one group's

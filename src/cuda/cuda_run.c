@@ -379,6 +379,9 @@ static int32_t experts(const fp8moe_cuda_impl* impl, const fp8moe_problem* p, co
   g2.item_order = impl->gemm2_order;
   g2.item_group = fp8moe_cuda_plan_sm90_gemm2_group(p->I, p->T * p->K, p->E, impl->gemm2_group);
   g2.max_clusters = impl->gemm2_clusters;
+  /* read only by the one-CTA 64-row kernel (docs/GPU.md "Expert-aligned groups") */
+  g2.aligned_groups = impl->gemm2_aligned && g2.item_order == FP8MOE_SM90_ORDER_GROUPED && g2.max_clusters == 0 &&
+                      (g2.max_tiles + g2.item_group - 1) / g2.item_group + 1 <= FP8MOE_SM90_MAX_GROUP_EDGES;
   g2.stream_partials = g->stream_partials;
   g2.stream_counters = g->stream_counters;
   if (stream) {
