@@ -39,7 +39,8 @@ __device__ __forceinline__ void build_group_edges(const fp8moe_gemm2_args& a, Sm
     if (t == 0 || t == tiles || a.tile_expert[t] != a.tile_expert[t - 1]) atomicOr(&bits[t >> 5], 1u << (t & 31));
   __syncthreads();
   const int32_t groups = (tiles + a.item_group - 1) / a.item_group;
-  for (int32_t g = tid; g <= groups; g += kThreads) sm.group_edge[g] = fp8moe_sm90_group_edge(bits, tiles, a.item_group, g);
+  for (int32_t g = tid; g <= groups; g += kThreads)
+    sm.group_edge[g] = fp8moe_sm90_group_edge(bits, tiles, a.item_group, g);
 }
 
 /* Item w's tile and column block: the expert-aligned groups (above) or fp8moe_sm90_item_of. */
