@@ -1,15 +1,18 @@
 #!/usr/bin/env python3
 """check_tools.py — the device-side analysis tools on fixtures (no GPU, no CUDA tools): tools/sass_waits.py decodes
 the control bits of `nvdisasm -hex` output and finds a wait for a global load between two wgmmas, and
-tools/ncu_source_stalls.py summarizes an Nsight Compute source page. Exit 0 when every check holds."""
+tools/ncu_source_stalls.py summarizes an Nsight Compute source page, and tools/ab_orders.py joins the two orders of
+a paired A/B. Exit 0 when every check holds."""
 import contextlib
 import io
+import json
 import os
 import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
+import ab_orders  # noqa: E402
 import ncu_source_stalls  # noqa: E402
 import sass_waits  # noqa: E402
 
@@ -80,5 +83,31 @@ check(rc == 0 and "100 warp samples" in text, "ncu_source_stalls reads the table
 check("long_sb                   82.0 %" in text, "stall shares over all samples (Not Issued columns left out)")
 check("1  90.0 %" in text and "BRA" in text.split("instructions with the most samples:")[1].split("\n")[1],
       "the instruction with the most samples first")
+
+
+def bench_json(points):
+    f = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
+    json.dump({"points": points}, f)
+    f.close()
+    return f.name
+
+
+def point(t, a_us, b_us, ratio, wins):
+    return {"shape": "s", "format": "FP8_BLOCK128", "routing": "uniform", "T": t, "median_us": a_us,
+            "ab_median_us": b_us, "ab_ratio": ratio, "ab_wins": wins, "ab_replay_us": [b_us] * 10}
+
+
+# order 1: A = base, B = new (new 2 % faster, in 9 of 10 pairs); order 2: A = new, B = base (base/new 1.04: new faster
+# in 10 − 1 pairs); a point only order 1 measured is left out
+one = bench_json([point(512, 100.0, 98.0, 0.98, 9), point(2048, 50.0, 50.0, 1.0, 5)])
+two = bench_json([point(512, 96.0, 99.84, 1.04, 1)])
+table = ab_orders.rows(ab_orders.points(one), ab_orders.points(two))
+os.unlink(one)
+os.unlink(two)
+check(len(table) == 1 and table[0][0][3] == 512, "ab_orders keeps the points measured in both orders")
+(_, base, new, r1, r2, mean, w1, w2, n), = table
+check(abs(r1 - 0.98) < 1e-9 and abs(r2 - 1 / 1.04) < 1e-9 and abs(mean - (0.98 / 1.04) ** 0.5) < 1e-9,
+      "ab_orders: order 2's ratio inverted, the geometric mean of both")
+check((w1, w2, n) == (9, 9, 10), "ab_orders: the change's wins in each order")
 print("check_tools: %d failed" % len(failures))
 sys.exit(1 if failures else 0)
