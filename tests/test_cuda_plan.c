@@ -499,6 +499,9 @@ static void sm90_aligned_groups(void) {
     }
   }
   EXPECT(!bad && cut_free > 0, "expert-aligned groups: edges in their windows, at experts' starts, a bijection");
+  EXPECT(fp8moe_sm90_aligned_fits(1023 * 8, 8) && !fp8moe_sm90_aligned_fits(1023 * 8 + 1, 8) &&
+             fp8moe_sm90_aligned_fits(1, 64) && !fp8moe_sm90_aligned_fits(1, 0),
+         "aligned groups fit the edge table up to FP8MOE_SM90_MAX_GROUP_EDGES edges, never with an empty group");
 }
 
 static void sm90_item_orders(void) {

@@ -50,6 +50,14 @@ __device__ __forceinline__ fp8moe_sm90_item gemm2_item(const fp8moe_gemm2_args& 
   return fp8moe_sm90_item_of(w, tiles, col_blocks, a.item_order, a.item_group);
 }
 
+/* The producer threads' wait until the slot of ring position `it` is free (both CTAs' releases in a cluster). */
+template <bool CLUSTER>
+__device__ __forceinline__ void wait_empty(Smem& sm, uint32_t it) {
+  const int s = static_cast<int>(it % kStages);
+  if (CLUSTER) mbar_wait_cluster(&sm.empty[s], ((it / kStages) & 1u) ^ 1u);
+  else mbar_wait(&sm.empty[s], ((it / kStages) & 1u) ^ 1u);
+}
+
 /* What one CTA does for one unit of work: a tile and its first output column, whether its rows are stored
  * (a shadow item is computed but not stored), and whether the two CTAs of a cluster share the B slices. */
 struct Work {
@@ -102,8 +110,7 @@ __device__ __forceinline__ void produce_stage_scales(const fp8moe_gemm2_args& a,
 #pragma unroll 1
     for (int kb = 0; kb < kblocks; ++kb, ++it) {
       const int s = static_cast<int>(it % kStages);
-      if (CLUSTER) mbar_wait_cluster(&sm.empty[s], ((it / kStages) & 1u) ^ 1u);
-      else mbar_wait(&sm.empty[s], ((it / kStages) & 1u) ^ 1u);
+      wait_empty<CLUSTER>(sm, it);
       cp_async_4(gemm2_row_scale(sm, s, r), src + kb * step, real ? 4 : 0);
       if (r == 0) {
         cp_async_4(saddr(&sm.w_scale[s][0]), ws + kb * a.w_scale.s[2], 4);
@@ -151,9 +158,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll 1
         for (int kb = 0; kb < kblocks; ++kb, ++it) {
           const int s = static_cast<int>(it % kStages);
-          const uint32_t parity = ((it / kStages) & 1u) ^ 1u;
-          if (CLUSTER) mbar_wait_cluster(&sm.empty[s], parity);
-          else mbar_wait(&sm.empty[s], parity);
+          wait_empty<CLUSTER>(sm, it);
           mbar_arrive_expect_tx(&sm.full[s], kATileBytes + 2 * kBTileBytes);
           tma_load_2d(sm.st[s].a, &map_a, &sm.full[s], kb * kBK, wk.tile * kBM);
           if (CLUSTER && wk.share) {
@@ -171,7 +176,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       if (CLUSTER)
 #pragma unroll 1
         for (uint32_t j = 0; j < static_cast<uint32_t>(kStages); ++j)
-          mbar_wait_cluster(&sm.empty[(it + j) % kStages], (((it + j) / kStages) & 1u) ^ 1u);
+          wait_empty<true>(sm, it + j);
     } else if (kStaged && threadIdx.x >= 32 && threadIdx.x < 32 + kBM) {
       produce_stage_scales<CLUSTER>(a, sm, first, stride, units, items, tiles, col_blocks, kblocks,
                                   static_cast<int>(threadIdx.x) - 32);
@@ -288,7 +293,7 @@ extern "C" int fp8moe_launch_gemm2_sm90(const fp8moe_gemm2_args* a, cudaStream_t
   if (a->max_tiles == 0) return cudaSuccess;
   if (!fp8moe_sm90_order_ok(a->item_order, a->item_group, a->max_tiles, a->H / kGemm2Cols)) return cudaErrorInvalidValue;
   if (a->aligned_groups && (a->item_order != FP8MOE_SM90_ORDER_GROUPED || a->max_clusters > 0 ||
-                            (a->max_tiles + a->item_group - 1) / a->item_group + 1 > FP8MOE_SM90_MAX_GROUP_EDGES))
+                            !fp8moe_sm90_aligned_fits(a->max_tiles, a->item_group)))
     return cudaErrorInvalidValue;
   CUtensorMap ma, mw;
   const int e = fp8moe_sm90_encode_gemm2(a, &ma, &mw);

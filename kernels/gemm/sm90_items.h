@@ -54,6 +54,11 @@ FP8MOE_ITEMS_FN fp8moe_sm90_item fp8moe_sm90_item_of(int32_t w, int32_t tiles, i
   return it;
 }
 
+/* Whether max_tiles tiles in groups of `group` keep their edges within the per-CTA table (FP8MOE_SM90_MAX_GROUP_EDGES):
+ * the host asks it before it sets aligned_groups, the launcher refuses the launch otherwise. */
+FP8MOE_ITEMS_FN int fp8moe_sm90_aligned_fits(int64_t max_tiles, int32_t group) {
+  return group >= 1 && (max_tiles + group - 1) / group + 1 <= FP8MOE_SM90_MAX_GROUP_EDGES;
+}
 /* GROUPED with expert-aligned edges (the 64-row GEMM2, a.aligned_groups; docs/GPU.md "Expert-aligned groups"): group
  * g ≥ 1 starts at the first expert's first tile within [g·group, g·group + group/2], or at g·group when no expert
  * starts there (an expert of more tiles than that slack is cut, as in plain GROUPED), so an expert's tiles share a

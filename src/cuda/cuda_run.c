@@ -9,6 +9,7 @@
 #include "cuda_internal.h"
 #include "cuda_plan.h"
 #include "gemm_decode.h"
+#include "gemm/sm90_items.h"
 #include "gemm_stream.h"
 #include "kernels_internal.h"
 
@@ -381,7 +382,7 @@ static int32_t experts(const fp8moe_cuda_impl* impl, const fp8moe_problem* p, co
   g2.max_clusters = impl->gemm2_clusters;
   /* read only by the one-CTA 64-row kernel (docs/GPU.md "Expert-aligned groups") */
   g2.aligned_groups = impl->gemm2_aligned && g2.item_order == FP8MOE_SM90_ORDER_GROUPED && g2.max_clusters == 0 &&
-                      (g2.max_tiles + g2.item_group - 1) / g2.item_group + 1 <= FP8MOE_SM90_MAX_GROUP_EDGES;
+                      fp8moe_sm90_aligned_fits(g2.max_tiles, g2.item_group);
   g2.stream_partials = g->stream_partials;
   g2.stream_counters = g->stream_counters;
   if (stream) {
