@@ -242,6 +242,9 @@ typedef struct fp8moe_gemm1_args {
                                   fp8moe_prepare_gemm1_sm90_pair_clusters); 0 the one-CTA kernel */
   int32_t alternate;           /* sm90 pairs only: 1 = 64-row items, the two consumer warpgroups take turns
                                   (gemm1_wgmma128_sm90.cu "Alternating"); 0 = pairs of tiles */
+  int32_t aligned_groups;      /* sm90 pairs, alternating items, GROUPED, one CTA only: 1 = group edges moved to
+                                  experts' first tiles (sm90_items.h; ceil(max_tiles / item_group) + 1 ≤
+                                  FP8MOE_SM90_MAX_GROUP_EDGES, else the launcher refuses); 0 = plain groups */
   uint32_t* item_counter;      /* sm90 pairs only: NULL = CTA b takes items b, b + grid, …; else a word that is 0
                                   at the kernel's start, from which the CTAs claim items grid, grid + 1, … in
                                   order as they finish one (docs/GPU.md "Claimed items") */

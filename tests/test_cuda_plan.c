@@ -309,6 +309,7 @@ static void sm90_variants(void) {
   EXPECT(fp8moe_cuda_plan_context_sm90_variant().gemm1_claim == 1, "FALLBACK without y: claimed items");
   EXPECT(fp8moe_cuda_plan_context_sm90_variant().gemm2_group == 1, "FALLBACK without 5: GEMM2's own group rule");
   EXPECT(fp8moe_cuda_plan_context_sm90_variant().gemm2_aligned == 1, "FALLBACK without 6: GEMM2's aligned groups");
+  EXPECT(fp8moe_cuda_plan_context_sm90_variant().gemm1_aligned == 1, "FALLBACK without 9: GEMM1's aligned groups");
   EXPECT(fp8moe_cuda_plan_context_sm90_variant().gemm1_pair_cluster == 0, "FALLBACK without e: one CTA per pair item");
   EXPECT(stream_is(1, 1, 1), "FALLBACK without h, b or 3: the stream handoff, units of two tiles, the aligned split");
   EXPECT(fp8moe_cuda_plan_context_sm90_variant().gemm1_sorted_x == 1, "FALLBACK without 7 or 8: the sorted-x rule");
@@ -323,6 +324,11 @@ static void sm90_variants(void) {
              fp8moe_cuda_plan_context_sm90_variant().gemm2_aligned == 0 &&
              fp8moe_cuda_plan_context_sm90_variant().gemm2_group == 1,
          "FALLBACK=6: the 64-row GEMM2's plain group edges, nothing else changed");
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "9", 1);
+  EXPECT(variant_is(overlap, grouped, grouped) && clusters_are(0) &&
+             fp8moe_cuda_plan_context_sm90_variant().gemm1_aligned == 0 &&
+             fp8moe_cuda_plan_context_sm90_variant().gemm2_aligned == 1,
+         "FALLBACK=9: GEMM1's alternating items' plain group edges, nothing else changed");
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "3", 1);
   EXPECT(variant_is(overlap, grouped, grouped) && clusters_are(0) && stream_is(1, 1, 0),
          "FALLBACK=3: the stream GEMMs without the expert-aligned split, nothing else changed");

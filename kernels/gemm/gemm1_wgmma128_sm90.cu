@@ -137,6 +137,17 @@ __device__ __forceinline__ int32_t exchange_claim(PairAddr sm, uint32_t rank, ui
   return v;
 }
 
+/* Item w's tile (ALT) or pair and its column block: ALT with a.aligned_groups through the expert-aligned group edges
+ * the consumers built (build_group_edges; docs/GPU.md "Expert-aligned groups"), otherwise fp8moe_sm90_item_of. */
+template <bool ALT>
+__device__ __forceinline__ fp8moe_sm90_item pair_item(const fp8moe_gemm1_args& a, PairAddr sm, int32_t w, int32_t pairs,
+                                                      int32_t col_blocks) {
+  if (ALT && a.aligned_groups)
+    return fp8moe_sm90_item_aligned(w, col_blocks, a.item_group,
+                                    static_cast<const int32_t*>(__cvta_shared_to_generic(sm.group_edges())));
+  return fp8moe_sm90_item_of(w, pairs, col_blocks, a.item_order, a.item_group);
+}
+
 /* Producer warpgroup: thread p copies 16-byte chunk p % 8 of rows p / 8 + 16i (i < 8) of the pair's 128 rows
  * (rows 64.. into the second A tile); the rows of a missing second tile and padding rows are zero-filled.
  * Thread 0 loads both B boxes. BLOCK: the stage's block scales go to shared memory with it (thread p the
@@ -180,7 +191,7 @@ __device__ __forceinline__ void produce_pairs(const fp8moe_gemm1_args& a, const 
                                                                           : kPeers * w;
       if (p == 0) share = cluster_shares_b(a, sm, w, pairs, col_blocks);
     }
-    const fp8moe_sm90_item item = fp8moe_sm90_item_of(wi, pairs, col_blocks, a.item_order, a.item_group);
+    const fp8moe_sm90_item item = pair_item<ALT>(a, sm, wi, pairs, col_blocks);
     const uint32_t pf = ALT ? 0u : sm.pair_first(item.tile);
     const int32_t tile0 = ALT ? item.tile : static_cast<int32_t>(pf & (kPairTwo - 1u));
     const bool two = !ALT && (pf & kPairTwo) != 0;
@@ -290,7 +301,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   else __syncthreads(); /* the barriers are initialized */
   if (threadIdx.x < 128) {
     setmaxnreg_dec<kProducerRegs>();
-    if (!ALT) wait_pairs(pair_addr_of(smem_raw)); /* the consumers built the pair list */
+    if (!ALT || a.aligned_groups) wait_pairs(pair_addr_of(smem_raw)); /* the consumers built the pair list or edges */
     produce_pairs<SCALE == FP8MOE_SCALE_BLOCK, F32, ALT, CLUSTER, SORTED>(a, map_w, map_a, pair_addr_of(smem_raw),
                                                                          a.H / kBK);
     if (CLUSTER) cluster_sync_all(); /* neither CTA exits while its peer may multicast into it or arrive on it */
@@ -299,6 +310,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   setmaxnreg_inc<kConsumerRegs>();
   if (!ALT) {
     build_pairs(pair_smem_of(smem_raw), a.tile_expert, *a.num_tiles);
+    publish_pairs(pair_smem_of(smem_raw));
+  } else if (a.aligned_groups) {
+    build_group_edges(pair_smem_of(smem_raw), a.tile_expert, *a.num_tiles, a.item_group);
     publish_pairs(pair_smem_of(smem_raw));
   }
   const PairAddr sp = pair_addr_of(smem_raw);
@@ -361,7 +375,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         continue;
       }
     }
-    const fp8moe_sm90_item item = fp8moe_sm90_item_of(w, pairs, col_blocks, a.item_order, a.item_group);
+    const fp8moe_sm90_item item = pair_item<ALT>(a, sp, w, pairs, col_blocks);
     const uint32_t pf = ALT ? 0u : sp.pair_first(item.tile);
     const int32_t tile0 = ALT ? item.tile : static_cast<int32_t>(pf & (kPairTwo - 1u));
     if (!ALT && wg == 1 && (pf & kPairTwo) == 0) { /* warpgroup-uniform: a single pair has no rows for warpgroup 1 */
@@ -576,6 +590,9 @@ extern "C" int fp8moe_launch_gemm1_sm90_pairs(const fp8moe_gemm1_args* a, cudaSt
   /* the pair list bounds only where there is a pair list */
   const bool list_fits = a->max_tiles <= FP8MOE_GEMM1_PAIR_MAX_TILES && a->E_local <= FP8MOE_GEMM1_PAIR_MAX_EXPERTS;
   if (!gather_args_ok(a) || (!a->alternate && !list_fits)) return cudaErrorInvalidValue;
+  if (a->aligned_groups && (!a->alternate || a->item_order != FP8MOE_SM90_ORDER_GROUPED || a->max_clusters > 0 ||
+                            !fp8moe_sm90_aligned_fits(a->max_tiles, a->item_group) || a->max_tiles > kAlignedMaxTiles))
+    return cudaErrorInvalidValue;
   if (!fp8moe_sm90_order_ok(a->item_order, a->item_group, a->max_tiles, a->I / kBN)) return cudaErrorInvalidValue;
   CUtensorMap mw;
   const uint64_t dw[3] = {static_cast<uint64_t>(a->H), 2 * static_cast<uint64_t>(a->I),

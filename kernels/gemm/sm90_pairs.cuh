@@ -51,6 +51,12 @@ struct PairSmem {
   int32_t peer_claim;
 };
 constexpr size_t kPairSmemBytes = sizeof(PairSmem) + 1024; /* + slack to align the dynamic buffer to 1024 */
+/* GEMM1's alternating items keep no pair list: with expert-aligned groups (a.aligned_groups) pair_first holds the
+ * group edges (int32 [FP8MOE_SM90_MAX_GROUP_EDGES]) and after them the expert-start bitmap, one bit per tile and
+ * one past the last: up to kAlignedMaxTiles tiles, which the launcher checks. */
+constexpr uint32_t kAlignedBitsOffset = 4u * FP8MOE_SM90_MAX_GROUP_EDGES;
+constexpr int64_t kAlignedMaxTiles = 32 * ((sizeof(PairSmem::pair_first) - kAlignedBitsOffset) / 4u) - 1;
+static_assert(kAlignedMaxTiles >= 1023 * 64, "the bitmap holds the edge bound's tiles with groups of 64 (the cap)");
 static_assert(kPairSmemBytes <= 227u * 1024u, "within Hopper's 227 KB of dynamic shared memory per block");
 
 /* Host: the most pairs of a layout of max_tiles tiles over E_local experts, Σ_e ceil(n_e / 2) ≤
@@ -117,6 +123,9 @@ struct PairAddr {
   }
   __device__ __forceinline__ uint32_t num_pairs() const {
     return base + static_cast<uint32_t>(offsetof(PairSmem, num_pairs));
+  }
+  __device__ __forceinline__ uint32_t group_edges() const { /* alternating items: in pair_first's bytes */
+    return base + static_cast<uint32_t>(offsetof(PairSmem, pair_first));
   }
   __device__ __forceinline__ uint32_t pair_first(int32_t pair) const { /* an entry, ld.shared.u16 */
     uint16_t v;
@@ -192,6 +201,23 @@ __device__ __forceinline__ void build_pairs(PairSmem& sm, const int32_t* tile_ex
                                       [] { consumer_sync(); });
   }
   if (ct == 0) sm.num_pairs = base;
+}
+
+/* The alternating items' expert-aligned group edges (a.aligned_groups; docs/GPU.md "Expert-aligned groups"), by
+ * the 256 consumer threads in place of build_pairs, published the same way (publish_pairs): the bitmap of expert
+ * starts, then one edge per thread (fp8moe_sm90_group_edge), both in pair_first's bytes. */
+__device__ __forceinline__ void build_group_edges(PairSmem& sm, const int32_t* tile_expert, int32_t tiles,
+                                                  int32_t group) {
+  const int32_t ct = static_cast<int32_t>(threadIdx.x) - 128;
+  int32_t* const edges = reinterpret_cast<int32_t*>(sm.pair_first);
+  uint32_t* const bits = reinterpret_cast<uint32_t*>(sm.pair_first) + FP8MOE_SM90_MAX_GROUP_EDGES;
+  for (int32_t i = ct; i <= (tiles >> 5); i += kConsumers) bits[i] = 0u;
+  consumer_sync();
+  for (int32_t t = ct; t <= tiles; t += kConsumers)
+    if (t == 0 || t == tiles || tile_expert[t] != tile_expert[t - 1]) atomicOr(&bits[t >> 5], 1u << (t & 31));
+  consumer_sync();
+  const int32_t groups = (tiles + group - 1) / group;
+  for (int32_t g = ct; g <= groups; g += kConsumers) edges[g] = fp8moe_sm90_group_edge(bits, tiles, group, g);
 }
 
 /* After build_pairs, by every consumer thread: the list to the other consumers (their barrier) and to the

@@ -105,6 +105,7 @@ typedef struct fp8moe_sm90_variant {
                               as both GEMMs had before session 46 (docs/GPU.md "GEMM2's group size") */
   int32_t gemm2_aligned;   /* 1: the 64-row GEMM2's group edges moved to experts' first tiles where its grouped order
                               runs and the edges fit; 0 ("6"): plain groups (docs/GPU.md "Expert-aligned groups") */
+  int32_t gemm1_aligned;   /* the same for GEMM1's alternating 64-row items; 0 ("9"): plain groups */
 } fp8moe_sm90_variant;
 
 /* At context creation: the default variant (data in cuda_plan.c: both GEMMs grouped), with each letter
@@ -116,8 +117,8 @@ typedef struct fp8moe_sm90_variant {
  * their epilogue warpgroup, "b" the stream GEMMs without units of two tiles, "e" the 128-row GEMM1's pair items in
  * 2-CTA clusters ("n" wins over it), "3" the stream GEMMs without the expert-aligned split, "7" the pair items' A
  * from expert-sorted rows by TMA wherever they can, "8" never (wins over "7"), "5" the 64-row GEMM2's groups by
- * GEMM1's rule, "6" its groups without expert-aligned edges. Letters of the other switches ("1", "2", "d", "k", "j",
- * "p", "c", "s") leave it. */
+ * GEMM1's rule, "6" its groups without expert-aligned edges, "9" GEMM1's alternating items' groups without them.
+ * Letters of the other switches ("1", "2", "d", "k", "j", "p", "c", "s") leave it. */
 fp8moe_sm90_variant fp8moe_cuda_plan_context_sm90_variant(void);
 
 /* The grouped order's tiles per group (FP8MOE_SM90_ORDER_GROUPED): as many 64-row tiles as keep one group's
