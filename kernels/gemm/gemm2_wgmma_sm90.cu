@@ -19,6 +19,7 @@
  * (tile, column block) once, so the output does not depend on it. With a.aligned_groups every CTA first computes the
  * grouped order's edges, moved to experts' first tiles, into shared memory (build_group_edges; docs/GPU.md
  * "Expert-aligned groups"). */
+#include "group_edges.cuh"
 #include "sm90_items.h"
 #include "wgmma_sm90.cuh"
 
@@ -27,20 +28,12 @@ namespace sm90 {
 namespace {
 
 #if FP8MOE_SM90A
-/* Expert-aligned groups: all 384 threads, before init_barriers' CTA barrier (which publishes the edges). The edge
- * bitmap (bit t: tile t starts an expert, or t = tiles; ≤ 257 words) lives in the epilogue buffer, whose first
- * writes (the y tiles) come after that barrier. */
+/* Expert-aligned groups (group_edges.cuh): all 384 threads, before init_barriers' CTA barrier (which publishes the
+ * edges). The bitmap (≤ 257 words) lives in the epilogue buffer, whose first writes (the y tiles) come after that
+ * barrier. */
 __device__ __forceinline__ void build_group_edges(const fp8moe_gemm2_args& a, Smem& sm, int32_t tiles) {
-  uint32_t* const bits = reinterpret_cast<uint32_t*>(&sm.epi[0][0]);
-  const int32_t words = (tiles >> 5) + 1, tid = static_cast<int32_t>(threadIdx.x);
-  for (int32_t i = tid; i < words; i += kThreads) bits[i] = 0u;
-  __syncthreads();
-  for (int32_t t = tid; t <= tiles; t += kThreads)
-    if (t == 0 || t == tiles || a.tile_expert[t] != a.tile_expert[t - 1]) atomicOr(&bits[t >> 5], 1u << (t & 31));
-  __syncthreads();
-  const int32_t groups = (tiles + a.item_group - 1) / a.item_group;
-  for (int32_t g = tid; g <= groups; g += kThreads)
-    sm.group_edge[g] = fp8moe_sm90_group_edge(bits, tiles, a.item_group, g);
+  fp8moe::build_group_edges<kThreads>(sm.group_edge, reinterpret_cast<uint32_t*>(&sm.epi[0][0]), a.tile_expert, tiles,
+                                      a.item_group, static_cast<int32_t>(threadIdx.x), [] { __syncthreads(); });
 }
 
 /* Item w's tile and column block: the expert-aligned groups (above) or fp8moe_sm90_item_of. */

@@ -11,6 +11,7 @@
 
 #include <stddef.h>
 
+#include "group_edges.cuh"
 #include "ordered_append.cuh"
 #include "wgmma_sm90.cuh"
 
@@ -203,21 +204,14 @@ __device__ __forceinline__ void build_pairs(PairSmem& sm, const int32_t* tile_ex
   if (ct == 0) sm.num_pairs = base;
 }
 
-/* The alternating items' expert-aligned group edges (a.aligned_groups; docs/GPU.md "Expert-aligned groups"), by
- * the 256 consumer threads in place of build_pairs, published the same way (publish_pairs): the bitmap of expert
- * starts, then one edge per thread (fp8moe_sm90_group_edge), both in pair_first's bytes. */
+/* The alternating items' expert-aligned group edges (a.aligned_groups; group_edges.cuh), by the 256 consumer threads
+ * in place of build_pairs, published the same way (publish_pairs): the edges and then the bitmap in pair_first's
+ * bytes. */
 __device__ __forceinline__ void build_group_edges(PairSmem& sm, const int32_t* tile_expert, int32_t tiles,
                                                   int32_t group) {
-  const int32_t ct = static_cast<int32_t>(threadIdx.x) - 128;
-  int32_t* const edges = reinterpret_cast<int32_t*>(sm.pair_first);
-  uint32_t* const bits = reinterpret_cast<uint32_t*>(sm.pair_first) + FP8MOE_SM90_MAX_GROUP_EDGES;
-  for (int32_t i = ct; i <= (tiles >> 5); i += kConsumers) bits[i] = 0u;
-  consumer_sync();
-  for (int32_t t = ct; t <= tiles; t += kConsumers)
-    if (t == 0 || t == tiles || tile_expert[t] != tile_expert[t - 1]) atomicOr(&bits[t >> 5], 1u << (t & 31));
-  consumer_sync();
-  const int32_t groups = (tiles + group - 1) / group;
-  for (int32_t g = ct; g <= groups; g += kConsumers) edges[g] = fp8moe_sm90_group_edge(bits, tiles, group, g);
+  uint32_t* const bytes = reinterpret_cast<uint32_t*>(sm.pair_first);
+  fp8moe::build_group_edges<kConsumers>(reinterpret_cast<int32_t*>(bytes), bytes + kAlignedBitsOffset / 4u, tile_expert,
+                                        tiles, group, static_cast<int32_t>(threadIdx.x) - 128, [] { consumer_sync(); });
 }
 
 /* After build_pairs, by every consumer thread: the list to the other consumers (their barrier) and to the
