@@ -310,6 +310,8 @@ static void sm90_variants(void) {
   EXPECT(fp8moe_cuda_plan_context_sm90_variant().gemm2_group == 1, "FALLBACK without 5: GEMM2's own group rule");
   EXPECT(fp8moe_cuda_plan_context_sm90_variant().gemm2_aligned == 1, "FALLBACK without 6: GEMM2's aligned groups");
   EXPECT(fp8moe_cuda_plan_context_sm90_variant().gemm1_aligned == 1, "FALLBACK without 9: GEMM1's aligned groups");
+  EXPECT(fp8moe_cuda_plan_context_sm90_variant().gemm1_sparse_group == 1,
+         "FALLBACK without 4: GEMM1's alternating items' own group rule");
   EXPECT(fp8moe_cuda_plan_context_sm90_variant().gemm1_pair_cluster == 0, "FALLBACK without e: one CTA per pair item");
   EXPECT(stream_is(1, 1, 1), "FALLBACK without h, b or 3: the stream handoff, units of two tiles, the aligned split");
   EXPECT(fp8moe_cuda_plan_context_sm90_variant().gemm1_sorted_x == 1, "FALLBACK without 7 or 8: the sorted-x rule");
@@ -329,6 +331,11 @@ static void sm90_variants(void) {
              fp8moe_cuda_plan_context_sm90_variant().gemm1_aligned == 0 &&
              fp8moe_cuda_plan_context_sm90_variant().gemm2_aligned == 1,
          "FALLBACK=9: GEMM1's alternating items' plain group edges, nothing else changed");
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "4", 1);
+  EXPECT(variant_is(overlap, grouped, grouped) && clusters_are(0) &&
+             fp8moe_cuda_plan_context_sm90_variant().gemm1_sparse_group == 0 &&
+             fp8moe_cuda_plan_context_sm90_variant().gemm1_aligned == 1,
+         "FALLBACK=4: GEMM1's alternating items' groups by GEMM1's rule, nothing else changed");
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "3", 1);
   EXPECT(variant_is(overlap, grouped, grouped) && clusters_are(0) && stream_is(1, 1, 0),
          "FALLBACK=3: the stream GEMMs without the expert-aligned split, nothing else changed");
@@ -436,6 +443,32 @@ static void sm90_group(void) {
            "GEMM2 group for K = %lld bytes, T = %lld, K = %lld, E = %lld: got %d (\"5\": %d), expected %d (%d)",
            (long long)g2[i].k, (long long)g2[i].T, (long long)g2[i].K, (long long)g2[i].E, (int)g, (int)g5,
            (int)g2[i].g, (int)fp8moe_cuda_plan_sm90_group(g2[i].k));
+  }
+  /* GEMM1's alternating items below one tile per expert (docs/GPU.md "GEMM1's groups below a tile per expert"):
+   * half GEMM1's budget up to 63 rows per expert, GEMM1's rule from 64 and under "4" */
+  const fp8moe_sm90_group_rule* r1 = fp8moe_cuda_plan_sm90_gemm1_sparse_group_rule();
+  EXPECT(r1->a_bytes == r->a_bytes / 2 && r1->min_group == r->min_group && r1->max_group == r->max_group &&
+             r1->max_rows == 63 && r1->why,
+         "GEMM1 sparse group rule: half GEMM1's budget up to 63 rows per expert, the same clamps");
+  static const struct {
+    int64_t k, T, K, E;
+    int32_t g;
+  } g1[] = {{7168, 512, 8, 256, 8},    /* deepseek-v3 T = 512: 16 rows per expert (G = 18 by GEMM1's rule) */
+            {7168, 2016, 8, 256, 8},   /* 63 rows: the edge */
+            {7168, 2048, 8, 256, 18},  /* 64 rows (deepseek-v3 T = 2048): GEMM1's rule */
+            {7168, 2048, 8, 384, 8},   /* kimi-k2 T = 2048: 42.7 rows */
+            {4096, 512, 8, 128, 16},   /* qwen3-235b-a22b, glm-4.5-air T = 512 (32 by GEMM1's rule) */
+            {4096, 2048, 8, 128, 32},  /* their T = 2048: 128 rows */
+            {2048, 512, 8, 128, 32},   /* qwen3-30b-a3b T = 512 (64 by GEMM1's rule) */
+            {5120, 512, 1, 16, 12},    /* llama4-scout T = 512: 32 rows (24 by GEMM1's rule) */
+            {4096, 4096, 2, 8, 32}};   /* mixtral-8x7b: 1,024 rows, GEMM1's rule */
+  for (size_t i = 0; i < sizeof g1 / sizeof g1[0]; ++i) {
+    const int32_t g = fp8moe_cuda_plan_sm90_gemm1_alt_group(g1[i].k, g1[i].T * g1[i].K, g1[i].E, 1);
+    const int32_t g4 = fp8moe_cuda_plan_sm90_gemm1_alt_group(g1[i].k, g1[i].T * g1[i].K, g1[i].E, 0);
+    EXPECT(g == g1[i].g && g4 == fp8moe_cuda_plan_sm90_group(g1[i].k),
+           "GEMM1 alternating group for K = %lld bytes, T = %lld, K = %lld, E = %lld: got %d (\"4\": %d), expected %d",
+           (long long)g1[i].k, (long long)g1[i].T, (long long)g1[i].K, (long long)g1[i].E, (int)g, (int)g4,
+           (int)g1[i].g);
   }
 }
 

@@ -204,7 +204,7 @@ int fp8moe_cuda_plan_stream_workspace(int32_t cc, const fp8moe_problem* p) {
 /* The pair items' A from expert-sorted rows where fp8moe_cuda_plan_sorted_x says so (docs/GPU.md "Expert-sorted
  * activations"). */
 static const fp8moe_sm90_variant k_sm90_default = {FP8MOE_SM90_LOOP_OVERLAP, FP8MOE_SM90_ORDER_GROUPED,
-                                                   FP8MOE_SM90_ORDER_GROUPED, 0, 0, 1, 1, 1, 1, 0, 1, 1, 1, 1, 1};
+                                                   FP8MOE_SM90_ORDER_GROUPED, 0, 0, 1, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1};
 
 fp8moe_sm90_variant fp8moe_cuda_plan_context_sm90_variant(void) {
   fp8moe_sm90_variant v = k_sm90_default;
@@ -231,6 +231,7 @@ fp8moe_sm90_variant fp8moe_cuda_plan_context_sm90_variant(void) {
   if (strchr(sw, '5') != NULL) v.gemm2_group = 0;
   if (strchr(sw, '6') != NULL) v.gemm2_aligned = 0;
   if (strchr(sw, '9') != NULL) v.gemm1_aligned = 0;
+  if (strchr(sw, '4') != NULL) v.gemm1_sparse_group = 0;
   return v;
 }
 
@@ -279,10 +280,30 @@ static const fp8moe_sm90_group_rule k_sm90_gemm2_group = {
 
 const fp8moe_sm90_group_rule* fp8moe_cuda_plan_sm90_gemm2_group_rule(void) { return &k_sm90_gemm2_group; }
 
+/* own's group where it is on and holds (T·K ≤ max_rows · E), GEMM1's rule otherwise */
+static int32_t group_by_rows(const fp8moe_sm90_group_rule* own, int64_t k_bytes, int64_t routed_rows, int64_t experts,
+                             int32_t on) {
+  const int few = routed_rows <= (int64_t)own->max_rows * (experts > 0 ? experts : 1);
+  return group_of(on && few ? own : &k_sm90_group, k_bytes);
+}
+
 int32_t fp8moe_cuda_plan_sm90_gemm2_group(int64_t k_bytes, int64_t routed_rows, int64_t experts, int32_t gemm2_group) {
-  const fp8moe_sm90_group_rule* r = &k_sm90_gemm2_group;
-  const int few = routed_rows <= (int64_t)r->max_rows * (experts > 0 ? experts : 1);
-  return group_of(gemm2_group && few ? r : &k_sm90_group, k_bytes);
+  return group_by_rows(&k_sm90_gemm2_group, k_bytes, routed_rows, experts, gemm2_group);
+}
+
+/* GEMM1's alternating 64-row items below one tile per expert (docs/GPU.md "GEMM1's groups below a tile per expert"):
+ * there every tile is its own expert, no W13 slice is shared inside a group, and a group only sets how many experts a
+ * wave's column blocks spread over. Half GEMM1's budget (G = 8 at H = 7,168, 16 at H = 4,096) put twice the
+ * adjacent column blocks of half the experts in a wave and measured 0.6–1.7 % faster on the layer (session 47,
+ * H100, paired A/B: deepseek-v3 and qwen3-235b-a22b and glm-4.5-air T = 512, kimi-k2 T = 2048), while at one tile per
+ * expert (deepseek-v3 T = 2048) it lost 1 %: so up to 63 rows per expert. */
+static const fp8moe_sm90_group_rule k_sm90_gemm1_sparse_group = {
+    4 << 20, 8, 64, 63, "GEMM1 alternating items below one tile per expert: fewer experts per wave"};
+
+const fp8moe_sm90_group_rule* fp8moe_cuda_plan_sm90_gemm1_sparse_group_rule(void) { return &k_sm90_gemm1_sparse_group; }
+
+int32_t fp8moe_cuda_plan_sm90_gemm1_alt_group(int64_t k_bytes, int64_t routed_rows, int64_t experts, int32_t sparse) {
+  return group_by_rows(&k_sm90_gemm1_sparse_group, k_bytes, routed_rows, experts, sparse);
 }
 
 int32_t fp8moe_cuda_plan_sm90_pair_group(int64_t k_bytes) { return fp8moe_cuda_plan_sm90_group(k_bytes) / 2; }

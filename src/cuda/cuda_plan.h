@@ -106,6 +106,8 @@ typedef struct fp8moe_sm90_variant {
   int32_t gemm2_aligned;   /* 1: the 64-row GEMM2's group edges moved to experts' first tiles where its grouped order
                               runs and the edges fit; 0 ("6"): plain groups (docs/GPU.md "Expert-aligned groups") */
   int32_t gemm1_aligned;   /* the same for GEMM1's alternating 64-row items; 0 ("9"): plain groups */
+  int32_t gemm1_sparse_group; /* 1: GEMM1's alternating items below one tile per expert by their own group rule;
+                                 0 ("4"): GEMM1's rule (docs/GPU.md "GEMM1's groups below a tile per expert") */
 } fp8moe_sm90_variant;
 
 /* At context creation: the default variant (data in cuda_plan.c: both GEMMs grouped), with each letter
@@ -117,8 +119,8 @@ typedef struct fp8moe_sm90_variant {
  * their epilogue warpgroup, "b" the stream GEMMs without units of two tiles, "e" the 128-row GEMM1's pair items in
  * 2-CTA clusters ("n" wins over it), "3" the stream GEMMs without the expert-aligned split, "7" the pair items' A
  * from expert-sorted rows by TMA wherever they can, "8" never (wins over "7"), "5" the 64-row GEMM2's groups by
- * GEMM1's rule, "6" its groups without expert-aligned edges, "9" GEMM1's alternating items' groups without them.
- * Letters of the other switches ("1", "2", "d", "k", "j", "p", "c", "s") leave it. */
+ * GEMM1's rule, "6" its groups without expert-aligned edges, "9" GEMM1's alternating items' groups without them,
+ * "4" those items' groups by GEMM1's rule at every size. Letters of the other switches ("1", "2", "d", "k", "j", "p", "c", "s") leave it. */
 fp8moe_sm90_variant fp8moe_cuda_plan_context_sm90_variant(void);
 
 /* The grouped order's tiles per group (FP8MOE_SM90_ORDER_GROUPED): as many 64-row tiles as keep one group's
@@ -143,6 +145,11 @@ int32_t fp8moe_cuda_plan_sm90_group(int64_t k_bytes);
  * gemm2_group says so ("5"). The same arithmetic as fp8moe_cuda_plan_sm90_group. */
 const fp8moe_sm90_group_rule* fp8moe_cuda_plan_sm90_gemm2_group_rule(void);
 int32_t fp8moe_cuda_plan_sm90_gemm2_group(int64_t k_bytes, int64_t routed_rows, int64_t experts, int32_t gemm2_group);
+
+/* GEMM1's alternating 64-row items' groups: their own rule below one tile per expert (T·K ≤ max_rows · E), GEMM1's
+ * elsewhere and wherever the variant's gemm1_sparse_group is 0 ("4"). */
+const fp8moe_sm90_group_rule* fp8moe_cuda_plan_sm90_gemm1_sparse_group_rule(void);
+int32_t fp8moe_cuda_plan_sm90_gemm1_alt_group(int64_t k_bytes, int64_t routed_rows, int64_t experts, int32_t sparse);
 
 /* The 128-row GEMMs' group in pairs of 64-row tiles: half the tiles per group, so a group holds the same A
  * rows (≥ 4 pairs). */

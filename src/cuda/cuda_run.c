@@ -333,6 +333,7 @@ static int32_t experts(const fp8moe_cuda_impl* impl, const fp8moe_problem* p, co
   else if (k1->kernel == FP8MOE_GEMM_WGMMA_SM90 && impl->gemm1_alternate && g->max_clusters == 0 &&
            fp8moe_gemm1_sm90_alternate_fits(g)) {
     g->alternate = 1; /* the same items on the pair kernel, its warpgroups alternating (docs/GPU.md) */
+    g->item_group = fp8moe_cuda_plan_sm90_gemm1_alt_group(p->H, p->T * p->K, p->E, impl->gemm1_sparse_group);
     /* docs/GPU.md "Expert-aligned groups" */
     g->aligned_groups = impl->gemm1_aligned && g->item_order == FP8MOE_SM90_ORDER_GROUPED &&
                         fp8moe_sm90_aligned_fits(g->max_tiles, g->item_group);
