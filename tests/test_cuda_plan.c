@@ -268,6 +268,29 @@ static int stream_is(int32_t handoff, int32_t pairs, int32_t align) {
   return v.stream_handoff == handoff && v.stream_pairs == pairs && v.stream_align == align;
 }
 
+/* The grouped order's rule switches (sessions 46–47; docs/GPU.md "GEMM2's group size", "Expert-aligned groups",
+ * "GEMM1's groups below a tile per expert"): each letter turns its own field to 0 and leaves the others at 1. */
+static int32_t v_gemm2_group(fp8moe_sm90_variant v) { return v.gemm2_group; }
+static int32_t v_gemm2_aligned(fp8moe_sm90_variant v) { return v.gemm2_aligned; }
+static int32_t v_gemm1_aligned(fp8moe_sm90_variant v) { return v.gemm1_aligned; }
+static int32_t v_gemm1_sparse_group(fp8moe_sm90_variant v) { return v.gemm1_sparse_group; }
+static const struct {
+  const char* letter;
+  int32_t (*field)(fp8moe_sm90_variant);
+  const char* what;
+} k_group_switches[] = {{"5", v_gemm2_group, "the 64-row GEMM2's groups by GEMM1's rule"},
+                        {"6", v_gemm2_aligned, "the 64-row GEMM2's plain group edges"},
+                        {"9", v_gemm1_aligned, "GEMM1's alternating items' plain group edges"},
+                        {"4", v_gemm1_sparse_group, "GEMM1's alternating items' groups by GEMM1's rule at every size"}};
+enum { kGroupSwitches = (int)(sizeof k_group_switches / sizeof k_group_switches[0]) };
+
+/* Every group switch at 1, except switch `off` (−1: none) at 0. */
+static int group_switches_are(fp8moe_sm90_variant v, int off) {
+  for (int j = 0; j < kGroupSwitches; ++j)
+    if (k_group_switches[j].field(v) != (j == off ? 0 : 1)) return 0;
+  return 1;
+}
+
 static void sm90_variants(void) {
   const int32_t overlap = FP8MOE_SM90_LOOP_OVERLAP, serial = FP8MOE_SM90_LOOP_SERIAL;
   const int32_t early = FP8MOE_SM90_LOOP_EARLY_RELEASE, grouped = FP8MOE_SM90_ORDER_GROUPED;
@@ -307,35 +330,17 @@ static void sm90_variants(void) {
          "FALLBACK=y: the pair kernel's static item walk, nothing else changed");
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "12dkjpcstgqruomn", 1);
   EXPECT(fp8moe_cuda_plan_context_sm90_variant().gemm1_claim == 1, "FALLBACK without y: claimed items");
-  EXPECT(fp8moe_cuda_plan_context_sm90_variant().gemm2_group == 1, "FALLBACK without 5: GEMM2's own group rule");
-  EXPECT(fp8moe_cuda_plan_context_sm90_variant().gemm2_aligned == 1, "FALLBACK without 6: GEMM2's aligned groups");
-  EXPECT(fp8moe_cuda_plan_context_sm90_variant().gemm1_aligned == 1, "FALLBACK without 9: GEMM1's aligned groups");
-  EXPECT(fp8moe_cuda_plan_context_sm90_variant().gemm1_sparse_group == 1,
-         "FALLBACK without 4: GEMM1's alternating items' own group rule");
+  EXPECT(group_switches_are(fp8moe_cuda_plan_context_sm90_variant(), -1),
+         "FALLBACK without 5, 6, 9 or 4: the grouped order's rules all on");
   EXPECT(fp8moe_cuda_plan_context_sm90_variant().gemm1_pair_cluster == 0, "FALLBACK without e: one CTA per pair item");
   EXPECT(stream_is(1, 1, 1), "FALLBACK without h, b or 3: the stream handoff, units of two tiles, the aligned split");
   EXPECT(fp8moe_cuda_plan_context_sm90_variant().gemm1_sorted_x == 1, "FALLBACK without 7 or 8: the sorted-x rule");
-  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "5", 1);
-  EXPECT(variant_is(overlap, grouped, grouped) && clusters_are(0) &&
-             fp8moe_cuda_plan_context_sm90_variant().gemm2_group == 0 &&
-             fp8moe_cuda_plan_context_sm90_variant().gemm1_claim == 1,
-         "FALLBACK=5: the 64-row GEMM2's groups by GEMM1's rule, nothing else changed");
-  EXPECT(fp8moe_cuda_plan_context_sm90_variant().gemm2_aligned == 1, "FALLBACK=5: GEMM2's groups still aligned");
-  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "6", 1);
-  EXPECT(variant_is(overlap, grouped, grouped) && clusters_are(0) &&
-             fp8moe_cuda_plan_context_sm90_variant().gemm2_aligned == 0 &&
-             fp8moe_cuda_plan_context_sm90_variant().gemm2_group == 1,
-         "FALLBACK=6: the 64-row GEMM2's plain group edges, nothing else changed");
-  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "9", 1);
-  EXPECT(variant_is(overlap, grouped, grouped) && clusters_are(0) &&
-             fp8moe_cuda_plan_context_sm90_variant().gemm1_aligned == 0 &&
-             fp8moe_cuda_plan_context_sm90_variant().gemm2_aligned == 1,
-         "FALLBACK=9: GEMM1's alternating items' plain group edges, nothing else changed");
-  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "4", 1);
-  EXPECT(variant_is(overlap, grouped, grouped) && clusters_are(0) &&
-             fp8moe_cuda_plan_context_sm90_variant().gemm1_sparse_group == 0 &&
-             fp8moe_cuda_plan_context_sm90_variant().gemm1_aligned == 1,
-         "FALLBACK=4: GEMM1's alternating items' groups by GEMM1's rule, nothing else changed");
+  for (int i = 0; i < kGroupSwitches; ++i) {
+    setenv("FP8MOE_CUDA_GEMM_FALLBACK", k_group_switches[i].letter, 1);
+    const fp8moe_sm90_variant v = fp8moe_cuda_plan_context_sm90_variant();
+    EXPECT(variant_is(overlap, grouped, grouped) && clusters_are(0) && v.gemm1_claim == 1 && group_switches_are(v, i),
+           "FALLBACK=%s: %s, nothing else changed", k_group_switches[i].letter, k_group_switches[i].what);
+  }
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "3", 1);
   EXPECT(variant_is(overlap, grouped, grouped) && clusters_are(0) && stream_is(1, 1, 0),
          "FALLBACK=3: the stream GEMMs without the expert-aligned split, nothing else changed");
@@ -421,54 +426,50 @@ static void sm90_group(void) {
   EXPECT(r2->a_bytes < r->a_bytes && r2->min_group == r->min_group && r2->max_group == r->max_group &&
              r2->max_rows == 128 && r->max_rows == 0 && r2->why,
          "GEMM2 group rule: a smaller budget than GEMM1's up to 128 rows per expert, the same clamps");
-  static const struct {
-    int64_t k, T, K, E;
-    int32_t g;
-  } g2[] = {{2048, 2048, 8, 256, 16},  /* deepseek-v3 T = 2048: 64 rows per expert */
-            {2048, 4096, 8, 256, 16},  /* 128 rows: the edge */
-            {2048, 4097, 8, 256, 64},  /* past it: GEMM1's rule */
-            {2048, 8192, 8, 256, 64},  /* deepseek-v3 T = 8192 */
-            {2048, 512, 8, 384, 16},   /* kimi-k2 T = 512 */
-            {768, 2048, 8, 128, 42},   /* qwen3-30b-a3b T = 2048 */
-            {1408, 512, 8, 128, 22},   /* glm-4.5-air T = 512 */
-            {1536, 2048, 8, 128, 20},  /* qwen3-235b-a22b T = 2048 */
-            {14336, 512, 2, 8, 8},     /* mixtral-8x7b T = 512: the floor either way */
-            {8192, 2048, 1, 16, 8},    /* llama4-scout T = 2048 */
-            {8192, 8192, 1, 16, 16},   /* llama4-scout T = 8192: GEMM1's rule */
-            {256, 1, 8, 256, 64}};     /* the cap */
-  for (size_t i = 0; i < sizeof g2 / sizeof g2[0]; ++i) {
-    const int32_t g = fp8moe_cuda_plan_sm90_gemm2_group(g2[i].k, g2[i].T * g2[i].K, g2[i].E, 1);
-    const int32_t g5 = fp8moe_cuda_plan_sm90_gemm2_group(g2[i].k, g2[i].T * g2[i].K, g2[i].E, 0);
-    EXPECT(g == g2[i].g && g5 == fp8moe_cuda_plan_sm90_group(g2[i].k),
-           "GEMM2 group for K = %lld bytes, T = %lld, K = %lld, E = %lld: got %d (\"5\": %d), expected %d (%d)",
-           (long long)g2[i].k, (long long)g2[i].T, (long long)g2[i].K, (long long)g2[i].E, (int)g, (int)g5,
-           (int)g2[i].g, (int)fp8moe_cuda_plan_sm90_group(g2[i].k));
-  }
   /* GEMM1's alternating items below one tile per expert (docs/GPU.md "GEMM1's groups below a tile per expert"):
    * half GEMM1's budget up to 63 rows per expert, GEMM1's rule from 64 and under "4" */
   const fp8moe_sm90_group_rule* r1 = fp8moe_cuda_plan_sm90_gemm1_sparse_group_rule();
   EXPECT(r1->a_bytes == r->a_bytes / 2 && r1->min_group == r->min_group && r1->max_group == r->max_group &&
              r1->max_rows == 63 && r1->why,
          "GEMM1 sparse group rule: half GEMM1's budget up to 63 rows per expert, the same clamps");
+  /* GEMM2's own rule up to 128 rows per expert; GEMM1's alternating items' up to 63; GEMM1's rule past them and
+   * with the rule switched off ("5", "4") */
   static const struct {
+    int gemm; /* 2: GEMM2's rule, 1: GEMM1's alternating items' */
     int64_t k, T, K, E;
     int32_t g;
-  } g1[] = {{7168, 512, 8, 256, 8},    /* deepseek-v3 T = 512: 16 rows per expert (G = 18 by GEMM1's rule) */
-            {7168, 2016, 8, 256, 8},   /* 63 rows: the edge */
-            {7168, 2048, 8, 256, 18},  /* 64 rows (deepseek-v3 T = 2048): GEMM1's rule */
-            {7168, 2048, 8, 384, 8},   /* kimi-k2 T = 2048: 42.7 rows */
-            {4096, 512, 8, 128, 16},   /* qwen3-235b-a22b, glm-4.5-air T = 512 (32 by GEMM1's rule) */
-            {4096, 2048, 8, 128, 32},  /* their T = 2048: 128 rows */
-            {2048, 512, 8, 128, 32},   /* qwen3-30b-a3b T = 512 (64 by GEMM1's rule) */
-            {5120, 512, 1, 16, 12},    /* llama4-scout T = 512: 32 rows (24 by GEMM1's rule) */
-            {4096, 4096, 2, 8, 32}};   /* mixtral-8x7b: 1,024 rows, GEMM1's rule */
-  for (size_t i = 0; i < sizeof g1 / sizeof g1[0]; ++i) {
-    const int32_t g = fp8moe_cuda_plan_sm90_gemm1_alt_group(g1[i].k, g1[i].T * g1[i].K, g1[i].E, 1);
-    const int32_t g4 = fp8moe_cuda_plan_sm90_gemm1_alt_group(g1[i].k, g1[i].T * g1[i].K, g1[i].E, 0);
-    EXPECT(g == g1[i].g && g4 == fp8moe_cuda_plan_sm90_group(g1[i].k),
-           "GEMM1 alternating group for K = %lld bytes, T = %lld, K = %lld, E = %lld: got %d (\"4\": %d), expected %d",
-           (long long)g1[i].k, (long long)g1[i].T, (long long)g1[i].K, (long long)g1[i].E, (int)g, (int)g4,
-           (int)g1[i].g);
+  } by_rows[] = {
+      {2, 2048, 2048, 8, 256, 16}, /* deepseek-v3 T = 2048: 64 rows per expert */
+      {2, 2048, 4096, 8, 256, 16}, /* 128 rows: the edge */
+      {2, 2048, 4097, 8, 256, 64}, /* past it: GEMM1's rule */
+      {2, 2048, 8192, 8, 256, 64}, /* deepseek-v3 T = 8192 */
+      {2, 2048, 512, 8, 384, 16}, /* kimi-k2 T = 512 */
+      {2, 768, 2048, 8, 128, 42}, /* qwen3-30b-a3b T = 2048 */
+      {2, 1408, 512, 8, 128, 22}, /* glm-4.5-air T = 512 */
+      {2, 1536, 2048, 8, 128, 20}, /* qwen3-235b-a22b T = 2048 */
+      {2, 14336, 512, 2, 8, 8}, /* mixtral-8x7b T = 512: the floor either way */
+      {2, 8192, 2048, 1, 16, 8}, /* llama4-scout T = 2048 */
+      {2, 8192, 8192, 1, 16, 16}, /* llama4-scout T = 8192: GEMM1's rule */
+      {2, 256, 1, 8, 256, 64}, /* the cap */
+      {1, 7168, 512, 8, 256, 8}, /* deepseek-v3 T = 512: 16 rows per expert (GEMM1's rule: 18) */
+      {1, 7168, 2016, 8, 256, 8}, /* 63 rows: the edge */
+      {1, 7168, 2048, 8, 256, 18}, /* 64 rows (deepseek-v3 T = 2048): GEMM1's rule */
+      {1, 7168, 2048, 8, 384, 8}, /* kimi-k2 T = 2048: 42.7 rows */
+      {1, 4096, 512, 8, 128, 16}, /* qwen3-235b-a22b, glm-4.5-air T = 512 (32 by GEMM1's rule) */
+      {1, 4096, 2048, 8, 128, 32}, /* their T = 2048: 128 rows */
+      {1, 2048, 512, 8, 128, 32}, /* qwen3-30b-a3b T = 512 (64 by GEMM1's rule) */
+      {1, 5120, 512, 1, 16, 12}, /* llama4-scout T = 512: 32 rows (24 by GEMM1's rule) */
+      {1, 4096, 4096, 2, 8, 32}}; /* mixtral-8x7b: 1,024 rows, GEMM1's rule */
+  for (size_t i = 0; i < sizeof by_rows / sizeof by_rows[0]; ++i) {
+    int32_t (*const group)(int64_t, int64_t, int64_t, int32_t) =
+        by_rows[i].gemm == 2 ? fp8moe_cuda_plan_sm90_gemm2_group : fp8moe_cuda_plan_sm90_gemm1_alt_group;
+    const int32_t g = group(by_rows[i].k, by_rows[i].T * by_rows[i].K, by_rows[i].E, 1);
+    const int32_t off = group(by_rows[i].k, by_rows[i].T * by_rows[i].K, by_rows[i].E, 0);
+    EXPECT(g == by_rows[i].g && off == fp8moe_cuda_plan_sm90_group(by_rows[i].k),
+           "GEMM%d group for K = %lld bytes, T = %lld, K = %lld, E = %lld: got %d (switched off: %d), expected %d (%d)",
+           by_rows[i].gemm, (long long)by_rows[i].k, (long long)by_rows[i].T, (long long)by_rows[i].K,
+           (long long)by_rows[i].E, (int)g, (int)off, (int)by_rows[i].g,
+           (int)fp8moe_cuda_plan_sm90_group(by_rows[i].k));
   }
 }
 
