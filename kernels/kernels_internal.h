@@ -195,8 +195,9 @@ int fp8moe_prepare_prologue(int32_t* usable);
 #define FP8MOE_SM90_ORDER_TILE_MAJOR 0   /* item w: tile w / column_blocks, column block w % column_blocks */
 #define FP8MOE_SM90_ORDER_COLUMN_MAJOR 1 /* item w: tile w % tiles, column block w / tiles */
 #define FP8MOE_SM90_ORDER_GROUPED 2      /* groups of item_group consecutive tiles, column-block major inside */
-/* The 64-row GEMM2's expert-aligned groups (gemm2_args.aligned_groups, kernels/gemm/sm90_items.h): each CTA keeps the
- * group edges in shared memory, at most this many (ceil(max_tiles / item_group) + 1) */
+/* The expert-aligned groups of the 64-row GEMM2 and GEMM1's alternating items (aligned_groups in both args,
+ * kernels/gemm/sm90_items.h): each CTA keeps the group edges in shared memory, at most this many
+ * (ceil(max_tiles / item_group) + 1) */
 #define FP8MOE_SM90_MAX_GROUP_EDGES 1024
 /* The weight-streaming decode GEMMs (kernels/gemm_stream.h): shared-memory ring depth (stages of 32 KB of
  * weights + 2 KB of token rows), the most CTAs they run on (the workspace holds two partial tiles and one

@@ -542,6 +542,12 @@ static void sm90_aligned_groups(void) {
   EXPECT(fp8moe_sm90_aligned_fits(1023 * 8, 8) && !fp8moe_sm90_aligned_fits(1023 * 8 + 1, 8) &&
              fp8moe_sm90_aligned_fits(1, 64) && !fp8moe_sm90_aligned_fits(1, 0),
          "aligned groups fit the edge table up to FP8MOE_SM90_MAX_GROUP_EDGES edges, never with an empty group");
+  EXPECT(fp8moe_sm90_aligned_ok(FP8MOE_SM90_ORDER_GROUPED, 0, 1023 * 8, 8) &&
+             !fp8moe_sm90_aligned_ok(FP8MOE_SM90_ORDER_GROUPED, 0, 1023 * 8 + 1, 8) &&
+             !fp8moe_sm90_aligned_ok(FP8MOE_SM90_ORDER_GROUPED, 1, 64, 8) &&
+             !fp8moe_sm90_aligned_ok(FP8MOE_SM90_ORDER_TILE_MAJOR, 0, 64, 8) &&
+             !fp8moe_sm90_aligned_ok(FP8MOE_SM90_ORDER_COLUMN_MAJOR, 0, 64, 8),
+         "aligned groups only for the grouped order on one CTA per item, with the edges fitting the table");
 }
 
 static void sm90_item_orders(void) {

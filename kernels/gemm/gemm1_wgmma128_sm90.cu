@@ -590,8 +590,8 @@ extern "C" int fp8moe_launch_gemm1_sm90_pairs(const fp8moe_gemm1_args* a, cudaSt
   /* the pair list bounds only where there is a pair list */
   const bool list_fits = a->max_tiles <= FP8MOE_GEMM1_PAIR_MAX_TILES && a->E_local <= FP8MOE_GEMM1_PAIR_MAX_EXPERTS;
   if (!gather_args_ok(a) || (!a->alternate && !list_fits)) return cudaErrorInvalidValue;
-  if (a->aligned_groups && (!a->alternate || a->item_order != FP8MOE_SM90_ORDER_GROUPED || a->max_clusters > 0 ||
-                            !fp8moe_sm90_aligned_fits(a->max_tiles, a->item_group) || a->max_tiles > kAlignedMaxTiles))
+  if (a->aligned_groups && (!a->alternate || a->max_tiles > kAlignedMaxTiles ||
+                            !fp8moe_sm90_aligned_ok(a->item_order, a->max_clusters, a->max_tiles, a->item_group)))
     return cudaErrorInvalidValue;
   if (!fp8moe_sm90_order_ok(a->item_order, a->item_group, a->max_tiles, a->I / kBN)) return cudaErrorInvalidValue;
   CUtensorMap mw;

@@ -285,8 +285,7 @@ extern "C" int fp8moe_launch_gemm2_sm90(const fp8moe_gemm2_args* a, cudaStream_t
   using namespace fp8moe::sm90;
   if (a->max_tiles == 0) return cudaSuccess;
   if (!fp8moe_sm90_order_ok(a->item_order, a->item_group, a->max_tiles, a->H / kGemm2Cols)) return cudaErrorInvalidValue;
-  if (a->aligned_groups && (a->item_order != FP8MOE_SM90_ORDER_GROUPED || a->max_clusters > 0 ||
-                            !fp8moe_sm90_aligned_fits(a->max_tiles, a->item_group)))
+  if (a->aligned_groups && !fp8moe_sm90_aligned_ok(a->item_order, a->max_clusters, a->max_tiles, a->item_group))
     return cudaErrorInvalidValue;
   CUtensorMap ma, mw;
   const int e = fp8moe_sm90_encode_gemm2(a, &ma, &mw);

@@ -335,8 +335,8 @@ static int32_t experts(const fp8moe_cuda_impl* impl, const fp8moe_problem* p, co
     g->alternate = 1; /* the same items on the pair kernel, its warpgroups alternating (docs/GPU.md) */
     g->item_group = fp8moe_cuda_plan_sm90_gemm1_alt_group(p->H, p->T * p->K, p->E, impl->gemm1_sparse_group);
     /* docs/GPU.md "Expert-aligned groups" */
-    g->aligned_groups = impl->gemm1_aligned && g->item_order == FP8MOE_SM90_ORDER_GROUPED &&
-                        fp8moe_sm90_aligned_fits(g->max_tiles, g->item_group);
+    g->aligned_groups =
+        impl->gemm1_aligned && fp8moe_sm90_aligned_ok(g->item_order, g->max_clusters, g->max_tiles, g->item_group);
     e1 = fp8moe_launch_gemm1_sm90_pairs(g, s);
   } else if (k1->kernel == FP8MOE_GEMM_WGMMA_SM90) e1 = fp8moe_launch_gemm1_sm90(g, s);
   else if (k1->kernel == FP8MOE_GEMM_WGMMA128_SM90) {
@@ -385,8 +385,8 @@ static int32_t experts(const fp8moe_cuda_impl* impl, const fp8moe_problem* p, co
   g2.item_group = fp8moe_cuda_plan_sm90_gemm2_group(p->I, p->T * p->K, p->E, impl->gemm2_group);
   g2.max_clusters = impl->gemm2_clusters;
   /* read only by the one-CTA 64-row kernel (docs/GPU.md "Expert-aligned groups") */
-  g2.aligned_groups = impl->gemm2_aligned && g2.item_order == FP8MOE_SM90_ORDER_GROUPED && g2.max_clusters == 0 &&
-                      fp8moe_sm90_aligned_fits(g2.max_tiles, g2.item_group);
+  g2.aligned_groups =
+      impl->gemm2_aligned && fp8moe_sm90_aligned_ok(g2.item_order, g2.max_clusters, g2.max_tiles, g2.item_group);
   g2.stream_partials = g->stream_partials;
   g2.stream_counters = g->stream_counters;
   if (stream) {
