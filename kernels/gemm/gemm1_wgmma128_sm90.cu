@@ -137,15 +137,13 @@ __device__ __forceinline__ int32_t exchange_claim(PairAddr sm, uint32_t rank, ui
   return v;
 }
 
-/* Item w's tile (ALT) or pair and its column block: ALT with a.aligned_groups through the expert-aligned group edges
- * the consumers built (build_group_edges; docs/GPU.md "Expert-aligned groups"), otherwise fp8moe_sm90_item_of. */
+/* Item w's tile (ALT) or pair and its column block (fp8moe_sm90_item_at): ALT with a.aligned_groups through the
+ * expert-aligned group edges the consumers built (build_group_edges; docs/GPU.md "Expert-aligned groups"). */
 template <bool ALT>
 __device__ __forceinline__ fp8moe_sm90_item pair_item(const fp8moe_gemm1_args& a, PairAddr sm, int32_t w, int32_t pairs,
                                                       int32_t col_blocks) {
-  if (ALT && a.aligned_groups)
-    return fp8moe_sm90_item_aligned(w, col_blocks, a.item_group,
-                                    static_cast<const int32_t*>(__cvta_shared_to_generic(sm.group_edges())));
-  return fp8moe_sm90_item_of(w, pairs, col_blocks, a.item_order, a.item_group);
+  return fp8moe_sm90_item_at(w, pairs, col_blocks, a.item_order, a.item_group, ALT && a.aligned_groups,
+                             static_cast<const int32_t*>(__cvta_shared_to_generic(sm.group_edges())));
 }
 
 /* Producer warpgroup: thread p copies 16-byte chunk p % 8 of rows p / 8 + 16i (i < 8) of the pair's 128 rows

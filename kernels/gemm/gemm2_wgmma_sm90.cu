@@ -36,11 +36,10 @@ __device__ __forceinline__ void build_group_edges(const fp8moe_gemm2_args& a, Sm
                                       a.item_group, static_cast<int32_t>(threadIdx.x), [] { __syncthreads(); });
 }
 
-/* Item w's tile and column block: the expert-aligned groups (above) or fp8moe_sm90_item_of. */
+/* Item w's tile and column block (fp8moe_sm90_item_at), through the expert-aligned groups (above) where built. */
 __device__ __forceinline__ fp8moe_sm90_item gemm2_item(const fp8moe_gemm2_args& a, const Smem& sm, int32_t w,
                                                        int32_t tiles, int32_t col_blocks) {
-  if (a.aligned_groups) return fp8moe_sm90_item_aligned(w, col_blocks, a.item_group, sm.group_edge);
-  return fp8moe_sm90_item_of(w, tiles, col_blocks, a.item_order, a.item_group);
+  return fp8moe_sm90_item_at(w, tiles, col_blocks, a.item_order, a.item_group, a.aligned_groups, sm.group_edge);
 }
 
 /* The producer threads' wait until the slot of ring position `it` is free (both CTAs' releases in a cluster). */

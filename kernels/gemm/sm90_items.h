@@ -111,6 +111,14 @@ FP8MOE_ITEMS_FN fp8moe_sm90_item fp8moe_sm90_item_aligned(int32_t w, int32_t col
   return it;
 }
 
+/* Item w of the GEMMs' one-CTA kernels: through the expert-aligned edges where the kernel built them (aligned; the
+ * edges in shared memory), otherwise fp8moe_sm90_item_of. */
+FP8MOE_ITEMS_FN fp8moe_sm90_item fp8moe_sm90_item_at(int32_t w, int32_t tiles, int32_t col_blocks, int32_t order,
+                                                     int32_t group, int aligned, const int32_t* edges) {
+  if (aligned) return fp8moe_sm90_item_aligned(w, col_blocks, group, edges);
+  return fp8moe_sm90_item_of(w, tiles, col_blocks, order, group);
+}
+
 /* The item a CTA takes in unit u of its walk. One CTA per unit (peers = 1): item u. A 2-CTA cluster
  * (peers = 2; both GEMMs' cluster kernels, docs/GPU.md "2-CTA clusters") takes the item pair (2u, 2u + 1)
  * per unit, rank r item 2u + r, except that past the last item (an odd count) rank 1 shadows item 2u: it
