@@ -274,6 +274,7 @@ static int32_t v_gemm2_group(fp8moe_sm90_variant v) { return v.gemm2_group; }
 static int32_t v_gemm2_aligned(fp8moe_sm90_variant v) { return v.gemm2_aligned; }
 static int32_t v_gemm1_aligned(fp8moe_sm90_variant v) { return v.gemm1_aligned; }
 static int32_t v_gemm1_sparse_group(fp8moe_sm90_variant v) { return v.gemm1_sparse_group; }
+static int32_t v_gemm2_sparse_group(fp8moe_sm90_variant v) { return v.gemm2_sparse_group; }
 static const struct {
   const char* letter;
   int32_t (*field)(fp8moe_sm90_variant);
@@ -281,7 +282,8 @@ static const struct {
 } k_group_switches[] = {{"5", v_gemm2_group, "the 64-row GEMM2's groups by GEMM1's rule"},
                         {"6", v_gemm2_aligned, "the 64-row GEMM2's plain group edges"},
                         {"9", v_gemm1_aligned, "GEMM1's alternating items' plain group edges"},
-                        {"4", v_gemm1_sparse_group, "GEMM1's alternating items' groups by GEMM1's rule at every size"}};
+                        {"4", v_gemm1_sparse_group, "GEMM1's alternating items' groups by GEMM1's rule at every size"},
+                        {"0", v_gemm2_sparse_group, "the 64-row GEMM2's own rule below a tile per expert too"}};
 enum { kGroupSwitches = (int)(sizeof k_group_switches / sizeof k_group_switches[0]) };
 
 /* Every group switch at 1, except switch `off` (−1: none) at 0. */
@@ -331,7 +333,7 @@ static void sm90_variants(void) {
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "12dkjpcstgqruomn", 1);
   EXPECT(fp8moe_cuda_plan_context_sm90_variant().gemm1_claim == 1, "FALLBACK without y: claimed items");
   EXPECT(group_switches_are(fp8moe_cuda_plan_context_sm90_variant(), -1),
-         "FALLBACK without 5, 6, 9 or 4: the grouped order's rules all on");
+         "FALLBACK without 5, 6, 9, 4 or 0: the grouped order's rules all on");
   EXPECT(fp8moe_cuda_plan_context_sm90_variant().gemm1_pair_cluster == 0, "FALLBACK without e: one CTA per pair item");
   EXPECT(stream_is(1, 1, 1), "FALLBACK without h, b or 3: the stream handoff, units of two tiles, the aligned split");
   EXPECT(fp8moe_cuda_plan_context_sm90_variant().gemm1_sorted_x == 1, "FALLBACK without 7 or 8: the sorted-x rule");
@@ -432,10 +434,14 @@ static void sm90_group(void) {
   EXPECT(r1->a_bytes == r->a_bytes / 2 && r1->min_group == r->min_group && r1->max_group == r->max_group &&
              r1->max_rows == 63 && r1->why,
          "GEMM1 sparse group rule: half GEMM1's budget up to 63 rows per expert, the same clamps");
+  const fp8moe_sm90_group_rule* r2s = fp8moe_cuda_plan_sm90_gemm2_sparse_group_rule();
+  EXPECT(r2s->a_bytes == r2->a_bytes / 4 && r2s->min_group == 4 && r2s->max_group == r->max_group &&
+             r2s->max_rows == 63 && r2s->why,
+         "GEMM2 sparse group rule: a quarter of GEMM2's budget up to 63 rows per expert, groups of at least 4");
   /* GEMM2's own rule up to 128 rows per expert; GEMM1's alternating items' up to 63; GEMM1's rule past them and
    * with the rule switched off ("5", "4") */
   static const struct {
-    int gemm; /* 2: GEMM2's rule, 1: GEMM1's alternating items' */
+    int gemm; /* 2: GEMM2's own rule (its sparse rule off), 3: GEMM2's rules, 1: GEMM1's alternating items' */
     int64_t k, T, K, E;
     int32_t g;
   } by_rows[] = {
@@ -451,6 +457,11 @@ static void sm90_group(void) {
       {2, 8192, 2048, 1, 16, 8}, /* llama4-scout T = 2048 */
       {2, 8192, 8192, 1, 16, 16}, /* llama4-scout T = 8192: GEMM1's rule */
       {2, 256, 1, 8, 256, 64}, /* the cap */
+      {3, 2048, 512, 8, 256, 4},     /* deepseek-v3 T = 512: 16 rows per expert, a quarter of GEMM2's budget */
+      {3, 2048, 2016, 8, 256, 4},    /* 63 rows: the edge */
+      {3, 2048, 2048, 8, 256, 16},   /* 64 rows: GEMM2's own rule */
+      {3, 768, 512, 8, 128, 10},     /* qwen3-30b-a3b T = 512 (own rule: 42) */
+      {3, 14336, 512, 1, 16, 4},     /* the floor of 4 */
       {1, 7168, 512, 8, 256, 8}, /* deepseek-v3 T = 512: 16 rows per expert (GEMM1's rule: 18) */
       {1, 7168, 2016, 8, 256, 8}, /* 63 rows: the edge */
       {1, 7168, 2048, 8, 256, 18}, /* 64 rows (deepseek-v3 T = 2048): GEMM1's rule */
@@ -461,10 +472,12 @@ static void sm90_group(void) {
       {1, 5120, 512, 1, 16, 12}, /* llama4-scout T = 512: 32 rows (24 by GEMM1's rule) */
       {1, 4096, 4096, 2, 8, 32}}; /* mixtral-8x7b: 1,024 rows, GEMM1's rule */
   for (size_t i = 0; i < sizeof by_rows / sizeof by_rows[0]; ++i) {
-    int32_t (*const group)(int64_t, int64_t, int64_t, int32_t) =
-        by_rows[i].gemm == 2 ? fp8moe_cuda_plan_sm90_gemm2_group : fp8moe_cuda_plan_sm90_gemm1_alt_group;
-    const int32_t g = group(by_rows[i].k, by_rows[i].T * by_rows[i].K, by_rows[i].E, 1);
-    const int32_t off = group(by_rows[i].k, by_rows[i].T * by_rows[i].K, by_rows[i].E, 0);
+    const int64_t k = by_rows[i].k, rows = by_rows[i].T * by_rows[i].K, e = by_rows[i].E;
+    const int kind = by_rows[i].gemm;
+    const int32_t g = kind == 1 ? fp8moe_cuda_plan_sm90_gemm1_alt_group(k, rows, e, 1)
+                                : fp8moe_cuda_plan_sm90_gemm2_group(k, rows, e, 1, kind == 3);
+    const int32_t off = kind == 1 ? fp8moe_cuda_plan_sm90_gemm1_alt_group(k, rows, e, 0)
+                                  : fp8moe_cuda_plan_sm90_gemm2_group(k, rows, e, 0, kind == 3);
     EXPECT(g == by_rows[i].g && off == fp8moe_cuda_plan_sm90_group(by_rows[i].k),
            "GEMM%d group for K = %lld bytes, T = %lld, K = %lld, E = %lld: got %d (switched off: %d), expected %d (%d)",
            by_rows[i].gemm, (long long)by_rows[i].k, (long long)by_rows[i].T, (long long)by_rows[i].K,

@@ -204,7 +204,7 @@ int fp8moe_cuda_plan_stream_workspace(int32_t cc, const fp8moe_problem* p) {
 /* The pair items' A from expert-sorted rows where fp8moe_cuda_plan_sorted_x says so (docs/GPU.md "Expert-sorted
  * activations"). */
 static const fp8moe_sm90_variant k_sm90_default = {FP8MOE_SM90_LOOP_OVERLAP, FP8MOE_SM90_ORDER_GROUPED,
-                                                   FP8MOE_SM90_ORDER_GROUPED, 0, 0, 1, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1};
+                                                   FP8MOE_SM90_ORDER_GROUPED, 0, 0, 1, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1, 1};
 
 fp8moe_sm90_variant fp8moe_cuda_plan_context_sm90_variant(void) {
   fp8moe_sm90_variant v = k_sm90_default;
@@ -232,6 +232,7 @@ fp8moe_sm90_variant fp8moe_cuda_plan_context_sm90_variant(void) {
   if (strchr(sw, '6') != NULL) v.gemm2_aligned = 0;
   if (strchr(sw, '9') != NULL) v.gemm1_aligned = 0;
   if (strchr(sw, '4') != NULL) v.gemm1_sparse_group = 0;
+  if (strchr(sw, '0') != NULL) v.gemm2_sparse_group = 0;
   return v;
 }
 
@@ -287,7 +288,19 @@ static int32_t group_by_rows(const fp8moe_sm90_group_rule* own, int64_t k_bytes,
   return group_of(on && few ? own : &k_sm90_group, k_bytes);
 }
 
-int32_t fp8moe_cuda_plan_sm90_gemm2_group(int64_t k_bytes, int64_t routed_rows, int64_t experts, int32_t gemm2_group) {
+/* The 64-row GEMM2 below one tile per expert (docs/GPU.md "GEMM1's groups below a tile per expert", its last
+ * paragraph): a quarter of its own budget (G = 4 at I = 2,048) measured −0.6 to −1.3 % at T = 512–1024 in one order
+ * (session 47); the floor 4 keeps the cluster kernel's item pairs in one column block. */
+static const fp8moe_sm90_group_rule k_sm90_gemm2_sparse_group = {
+    512 << 10, 4, 64, 63, "64-row GEMM2 below one tile per expert: fewer experts per wave"};
+
+const fp8moe_sm90_group_rule* fp8moe_cuda_plan_sm90_gemm2_sparse_group_rule(void) { return &k_sm90_gemm2_sparse_group; }
+
+int32_t fp8moe_cuda_plan_sm90_gemm2_group(int64_t k_bytes, int64_t routed_rows, int64_t experts, int32_t gemm2_group,
+                                          int32_t sparse) {
+  const fp8moe_sm90_group_rule* r = &k_sm90_gemm2_sparse_group;
+  if (gemm2_group && sparse && routed_rows <= (int64_t)r->max_rows * (experts > 0 ? experts : 1))
+    return group_of(r, k_bytes);
   return group_by_rows(&k_sm90_gemm2_group, k_bytes, routed_rows, experts, gemm2_group);
 }
 

@@ -108,6 +108,7 @@ typedef struct fp8moe_sm90_variant {
   int32_t gemm1_aligned;   /* the same for GEMM1's alternating 64-row items; 0 ("9"): plain groups */
   int32_t gemm1_sparse_group; /* 1: GEMM1's alternating items below one tile per expert by their own group rule;
                                  0 ("4"): GEMM1's rule (docs/GPU.md "GEMM1's groups below a tile per expert") */
+  int32_t gemm2_sparse_group; /* 1: the 64-row GEMM2 below one tile per expert by its sparse rule; 0 ("0"): its own */
 } fp8moe_sm90_variant;
 
 /* At context creation: the default variant (data in cuda_plan.c: both GEMMs grouped), with each letter
@@ -145,7 +146,11 @@ int32_t fp8moe_cuda_plan_sm90_group(int64_t k_bytes);
  * experts hold few rows (routed_rows = T·K ≤ max_rows · E); GEMM1's rule elsewhere and wherever the variant's
  * gemm2_group says so ("5"). The same arithmetic as fp8moe_cuda_plan_sm90_group. */
 const fp8moe_sm90_group_rule* fp8moe_cuda_plan_sm90_gemm2_group_rule(void);
-int32_t fp8moe_cuda_plan_sm90_gemm2_group(int64_t k_bytes, int64_t routed_rows, int64_t experts, int32_t gemm2_group);
+/* Below one tile per expert (T·K ≤ 63·E) a smaller budget still where gemm2_group and sparse are both set ("0"
+ * clears sparse). */
+const fp8moe_sm90_group_rule* fp8moe_cuda_plan_sm90_gemm2_sparse_group_rule(void);
+int32_t fp8moe_cuda_plan_sm90_gemm2_group(int64_t k_bytes, int64_t routed_rows, int64_t experts, int32_t gemm2_group,
+                                          int32_t sparse);
 
 /* GEMM1's alternating 64-row items' groups: their own rule below one tile per expert (T·K ≤ max_rows · E), GEMM1's
  * elsewhere and wherever the variant's gemm1_sparse_group is 0 ("4"). */

@@ -382,7 +382,8 @@ static int32_t experts(const fp8moe_cuda_impl* impl, const fp8moe_problem* p, co
   g2.tma_encode = impl->tma_encode;
   g2.sm90_loop = impl->sm90_loop;
   g2.item_order = impl->gemm2_order;
-  g2.item_group = fp8moe_cuda_plan_sm90_gemm2_group(p->I, p->T * p->K, p->E, impl->gemm2_group);
+  g2.item_group =
+      fp8moe_cuda_plan_sm90_gemm2_group(p->I, p->T * p->K, p->E, impl->gemm2_group, impl->gemm2_sparse_group);
   g2.max_clusters = impl->gemm2_clusters;
   /* read only by the one-CTA 64-row kernel (docs/GPU.md "Expert-aligned groups") */
   g2.aligned_groups =
