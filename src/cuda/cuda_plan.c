@@ -281,16 +281,21 @@ static const fp8moe_sm90_group_rule k_sm90_gemm2_group = {
 
 const fp8moe_sm90_group_rule* fp8moe_cuda_plan_sm90_gemm2_group_rule(void) { return &k_sm90_gemm2_group; }
 
-/* own's group where it is on and holds (T·K ≤ max_rows · E), GEMM1's rule otherwise */
+/* Whether experts hold few enough rows for the rule (T·K ≤ max_rows · E). */
+static int rule_holds(const fp8moe_sm90_group_rule* r, int64_t routed_rows, int64_t experts) {
+  return routed_rows <= (int64_t)r->max_rows * (experts > 0 ? experts : 1);
+}
+
+/* own's group where it is on and holds, GEMM1's rule otherwise */
 static int32_t group_by_rows(const fp8moe_sm90_group_rule* own, int64_t k_bytes, int64_t routed_rows, int64_t experts,
                              int32_t on) {
-  const int few = routed_rows <= (int64_t)own->max_rows * (experts > 0 ? experts : 1);
-  return group_of(on && few ? own : &k_sm90_group, k_bytes);
+  return group_of(on && rule_holds(own, routed_rows, experts) ? own : &k_sm90_group, k_bytes);
 }
 
 /* The 64-row GEMM2 below one tile per expert (docs/GPU.md "GEMM1's groups below a tile per expert", its last
- * paragraph): a quarter of its own budget (G = 4 at I = 2,048) measured −0.6 to −1.3 % at T = 512–1024 in one order
- * (session 47); the floor 4 keeps the cluster kernel's item pairs in one column block. */
+ * paragraph): a quarter of its own budget (G = 4 at I = 2,048) measured −1.0 to −1.8 % on the layer at deepseek-v3
+ * T = 512–1024, kimi-k2 T = 1024 and glm-4.5-air T = 512 (session 48, H100, paired A/B in both orders; kimi-k2
+ * T = 512 +0.45 %); the floor 4 keeps the cluster kernel's item pairs in one column block. */
 static const fp8moe_sm90_group_rule k_sm90_gemm2_sparse_group = {
     512 << 10, 4, 64, 63, "64-row GEMM2 below one tile per expert: fewer experts per wave"};
 
@@ -298,9 +303,8 @@ const fp8moe_sm90_group_rule* fp8moe_cuda_plan_sm90_gemm2_sparse_group_rule(void
 
 int32_t fp8moe_cuda_plan_sm90_gemm2_group(int64_t k_bytes, int64_t routed_rows, int64_t experts, int32_t gemm2_group,
                                           int32_t sparse) {
-  const fp8moe_sm90_group_rule* r = &k_sm90_gemm2_sparse_group;
-  if (gemm2_group && sparse && routed_rows <= (int64_t)r->max_rows * (experts > 0 ? experts : 1))
-    return group_of(r, k_bytes);
+  if (gemm2_group && sparse && rule_holds(&k_sm90_gemm2_sparse_group, routed_rows, experts))
+    return group_of(&k_sm90_gemm2_sparse_group, k_bytes);
   return group_by_rows(&k_sm90_gemm2_group, k_bytes, routed_rows, experts, gemm2_group);
 }
 
