@@ -268,7 +268,7 @@ static int stream_is(int32_t handoff, int32_t pairs, int32_t align) {
   return v.stream_handoff == handoff && v.stream_pairs == pairs && v.stream_align == align;
 }
 
-/* The grouped order's rule switches (sessions 46–47; docs/GPU.md "GEMM2's group size", "Expert-aligned groups",
+/* The grouped order's rule switches (sessions 46–48; docs/GPU.md "GEMM2's group size", "Expert-aligned groups",
  * "GEMM1's groups below a tile per expert"): each letter turns its own field to 0 and leaves the others at 1. */
 static int32_t v_gemm2_group(fp8moe_sm90_variant v) { return v.gemm2_group; }
 static int32_t v_gemm2_aligned(fp8moe_sm90_variant v) { return v.gemm2_aligned; }
@@ -438,8 +438,8 @@ static void sm90_group(void) {
   EXPECT(r2s->a_bytes == r2->a_bytes / 4 && r2s->min_group == 4 && r2s->max_group == r->max_group &&
              r2s->max_rows == 63 && r2s->why,
          "GEMM2 sparse group rule: a quarter of GEMM2's budget up to 63 rows per expert, groups of at least 4");
-  /* GEMM2's own rule up to 128 rows per expert; GEMM1's alternating items' up to 63; GEMM1's rule past them and
-   * with the rule switched off ("5", "4") */
+  /* GEMM2's sparse rule up to 63 rows per expert and its own up to 128; GEMM1's alternating items' up to 63; GEMM1's
+   * rule past them and with the rule switched off ("5", "4") */
   static const struct {
     int gemm; /* 2: GEMM2's own rule (its sparse rule off), 3: GEMM2's rules, 1: GEMM1's alternating items' */
     int64_t k, T, K, E;

@@ -121,8 +121,8 @@ typedef struct fp8moe_sm90_variant {
  * 2-CTA clusters ("n" wins over it), "3" the stream GEMMs without the expert-aligned split, "7" the pair items' A
  * from expert-sorted rows by TMA wherever they can, "8" never (wins over "7"), "5" the 64-row GEMM2's groups by
  * GEMM1's rule, "6" its groups without expert-aligned edges, "9" GEMM1's alternating items' groups without them,
- * "4" those items' groups by GEMM1's rule at every size. Letters of the other switches ("1", "2", "d", "k", "j", "p",
- * "c", "s") leave it. */
+ * "4" those items' groups by GEMM1's rule at every size, "0" the 64-row GEMM2's own rule below a tile per expert too.
+ * Letters of the other switches ("1", "2", "d", "k", "j", "p", "c", "s") leave it. */
 fp8moe_sm90_variant fp8moe_cuda_plan_context_sm90_variant(void);
 
 /* The grouped order's tiles per group (FP8MOE_SM90_ORDER_GROUPED): as many 64-row tiles as keep one group's
