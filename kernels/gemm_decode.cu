@@ -11,8 +11,8 @@
  *    fragment layout with K renumbered inside the chunk;
  *  - split K over the 4 warps of a 128-thread CTA (contiguous ranges of 128-K blocks, so block scales are
  *    promoted per block exactly as gemm_tile.cuh does: acc += (partial·s_act)·s_w), reduce the warps'
- *    partial sums in shared memory in warp order (deterministic), and run 4 CTAs per SM with up to 256
- *    bytes of weight loads in flight per thread;
+ *    partial sums in shared memory in warp order (deterministic), and run 3 CTAs per SM (GEMM1's dense
+ *    variant 4) with up to 256 bytes of weight loads in flight per thread;
  *  - GEMM1: one CTA per 16 intermediate columns (16 gate + 16 up weight rows); 8 CTAs form a cluster that
  *    owns one 128-column group, so the fused 1×128 requantization takes the group's amax across the
  *    cluster through distributed shared memory. Other requantization modes are as gemm1.cu.
@@ -299,19 +299,29 @@ __device__ __forceinline__ void gemm1_item(const fp8moe_gemm1_args& a, Smem1& sm
   }
 }
 
-template <int SCALE>
-__global__ void __cluster_dims__(kCluster, 1, 1) __launch_bounds__(kDecThreads, FP8MOE_DECODE_CTAS_PER_SM)
+/* CTAS: FP8MOE_DECODE_GEMM1_CTAS_PER_SM, or the dense variant FP8MOE_DECODE_GEMM1_DENSE_CTAS_PER_SM (128 registers,
+ * more clusters resident: the plan's fp8moe_cuda_plan_decode_dense), which also balances its rounds: the fewest the
+ * resident clusters allow, spread over just enough clusters that each runs that many items or one fewer (docs/GPU.md
+ * "Denser decode GEMM1"). */
+template <int SCALE, int CTAS>
+__global__ void __cluster_dims__(kCluster, 1, 1) __launch_bounds__(kDecThreads, CTAS)
     gemm1_decode_kernel(fp8moe_gemm1_args a) {
   __shared__ Smem1 sm;
   cg::cluster_group cl = cg::this_cluster();
   wait_prior(); /* x, its scales and the expert-sorted rows come from the kernels before */
   allow_next(); /* GEMM2 may start prefetching its weights as CTAs here retire */
   const int32_t tiles = *a.num_tiles;
-  const int64_t items = static_cast<int64_t>(tiles) * (a.I / FP8MOE_GEMM_TILE_N);
-  const int64_t clusters = gridDim.x / kCluster;
+  int32_t items = tiles * (a.I / FP8MOE_GEMM_TILE_N); /* TINY rows: a few thousand at most */
+  int32_t clusters = gridDim.x / kCluster;
+  const int32_t first = blockIdx.x / kCluster;
+  if (CTAS == FP8MOE_DECODE_GEMM1_DENSE_CTAS_PER_SM) {
+    const int32_t rounds = (items + clusters - 1) / clusters;
+    clusters = rounds > 0 ? (items + rounds - 1) / rounds : 1;
+    if (first >= clusters) items = 0; /* an idle cluster: only the final cluster barrier */
+  }
   const int rank = static_cast<int>(cl.block_rank());
   int parity = 0;
-  for (int64_t w = blockIdx.x / kCluster; w < items; w += clusters, parity ^= 1) {
+  for (int32_t w = first; w < items; w += clusters, parity ^= 1) {
     const int tile = static_cast<int>(w % tiles);
     const int32_t n0 = static_cast<int32_t>(w / tiles) * FP8MOE_GEMM_TILE_N + rank * kCols1;
     const int64_t row0 = static_cast<int64_t>(tile) * kRows;
@@ -389,7 +399,7 @@ __device__ __forceinline__ void gemm2_item(const fp8moe_gemm2_args& a, Smem2& sm
 }
 
 template <int SCALE>
-__global__ void __launch_bounds__(kDecThreads, FP8MOE_DECODE_CTAS_PER_SM)
+__global__ void __launch_bounds__(kDecThreads, FP8MOE_DECODE_GEMM2_CTAS_PER_SM)
     gemm2_decode_kernel(fp8moe_gemm2_args a, const int32_t* sorted_slots) {
   __shared__ Smem2 sm;
   /* Before waiting for GEMM1, each warp prefetches into L2 the weight bytes of its first K step of its
@@ -436,10 +446,14 @@ extern "C" int fp8moe_launch_gemm1_decode(const fp8moe_gemm1_args* a, cudaStream
   int64_t ctas = a->max_ctas / kCluster * kCluster;
   if (ctas < kCluster) return cudaErrorInvalidConfiguration;
   const dim3 grid(static_cast<unsigned>(most < ctas ? most : ctas));
-  void (*kernel)(fp8moe_gemm1_args) = gemm1_decode_kernel<FP8MOE_SCALE_TENSOR>;
-  if (a->scale_mode == FP8MOE_SCALE_BLOCK) kernel = gemm1_decode_kernel<FP8MOE_SCALE_BLOCK>;
-  if (a->scale_mode == FP8MOE_SCALE_ROW) kernel = gemm1_decode_kernel<FP8MOE_SCALE_ROW>;
-  const cudaError_t e = launch_pdl(kernel, grid, dim3(kDecThreads), 0, stream, *a);
+  constexpr int kSparse = FP8MOE_DECODE_GEMM1_CTAS_PER_SM, kDense = FP8MOE_DECODE_GEMM1_DENSE_CTAS_PER_SM;
+  const int m = a->scale_mode == FP8MOE_SCALE_BLOCK ? 1 : a->scale_mode == FP8MOE_SCALE_ROW ? 2 : 0;
+  void (*const kernels[2][3])(fp8moe_gemm1_args) = {
+      {gemm1_decode_kernel<FP8MOE_SCALE_TENSOR, kSparse>, gemm1_decode_kernel<FP8MOE_SCALE_BLOCK, kSparse>,
+       gemm1_decode_kernel<FP8MOE_SCALE_ROW, kSparse>},
+      {gemm1_decode_kernel<FP8MOE_SCALE_TENSOR, kDense>, gemm1_decode_kernel<FP8MOE_SCALE_BLOCK, kDense>,
+       gemm1_decode_kernel<FP8MOE_SCALE_ROW, kDense>}};
+  const cudaError_t e = launch_pdl(kernels[a->decode_dense ? 1 : 0][m], grid, dim3(kDecThreads), 0, stream, *a);
   return static_cast<int>(e);
 }
 
@@ -457,29 +471,46 @@ extern "C" int fp8moe_launch_gemm2_decode(const fp8moe_gemm2_args* a, const int3
   return static_cast<int>(e);
 }
 
-/* The decode kernels' grids on the current device: every CTA resident at once (they are persistent; a
- * cluster that could not start until others finish would run its items after them, as a tail). GEMM1:
- * the most clusters of 8 that can be co-resident, × 8; GEMM2: SMs × resident CTAs per SM. 0 when a query
- * fails or nothing fits (the host then keeps the tile GEMMs; a failed query does not fail the context). */
-extern "C" int fp8moe_prepare_gemm_decode(int32_t sm_count, int32_t* ctas1, int32_t* ctas2) {
-  using namespace fp8moe;
-  *ctas1 = 0;
-  *ctas2 = 0;
+namespace fp8moe {
+namespace {
+
+/* The most clusters of 8 of one GEMM1 variant that can be co-resident on the current device (the least over the
+ * scale modes); -1 when a query fails. */
+template <int CTAS>
+int resident_gemm1_clusters(int32_t sm_count) {
+  void (*const k[3])(fp8moe_gemm1_args) = {gemm1_decode_kernel<FP8MOE_SCALE_TENSOR, CTAS>,
+                                           gemm1_decode_kernel<FP8MOE_SCALE_BLOCK, CTAS>,
+                                           gemm1_decode_kernel<FP8MOE_SCALE_ROW, CTAS>};
   int clusters = -1;
-  void (*const k1[3])(fp8moe_gemm1_args) = {gemm1_decode_kernel<FP8MOE_SCALE_TENSOR>,
-                                            gemm1_decode_kernel<FP8MOE_SCALE_BLOCK>,
-                                            gemm1_decode_kernel<FP8MOE_SCALE_ROW>};
   for (int i = 0; i < 3; ++i) {
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3(static_cast<unsigned>(kCluster * sm_count));
     cfg.blockDim = dim3(kDecThreads);
     int n = 0;
-    if (cudaOccupancyMaxActiveClusters(&n, k1[i], &cfg) != cudaSuccess) {
+    if (cudaOccupancyMaxActiveClusters(&n, k[i], &cfg) != cudaSuccess) {
       (void)cudaGetLastError(); /* not an error of the context: the decode kernels just stay unused */
-      return cudaSuccess;
+      return -1;
     }
     if (clusters < 0 || n < clusters) clusters = n;
   }
+  return clusters;
+}
+
+}  // namespace
+}  // namespace fp8moe
+
+/* The decode kernels' grids on the current device: every CTA resident at once (they are persistent; a
+ * cluster that could not start until others finish would run its items after them, as a tail). GEMM1 (both
+ * variants): the most clusters of 8 that can be co-resident, × 8; GEMM2: SMs × resident CTAs per SM. 0 when a
+ * query fails or nothing fits (the host then keeps the tile GEMMs; a failed query does not fail the context). */
+extern "C" int fp8moe_prepare_gemm_decode(int32_t sm_count, int32_t* ctas1, int32_t* ctas1_dense, int32_t* ctas2) {
+  using namespace fp8moe;
+  *ctas1 = 0;
+  *ctas1_dense = 0;
+  *ctas2 = 0;
+  const int clusters = resident_gemm1_clusters<FP8MOE_DECODE_GEMM1_CTAS_PER_SM>(sm_count);
+  const int dense = resident_gemm1_clusters<FP8MOE_DECODE_GEMM1_DENSE_CTAS_PER_SM>(sm_count);
+  if (clusters < 0 || dense < 0) return cudaSuccess;
   int per_sm = -1;
   void (*const k2[3])(fp8moe_gemm2_args, const int32_t*) = {gemm2_decode_kernel<FP8MOE_SCALE_TENSOR>,
                                                             gemm2_decode_kernel<FP8MOE_SCALE_BLOCK>,
@@ -493,6 +524,7 @@ extern "C" int fp8moe_prepare_gemm_decode(int32_t sm_count, int32_t* ctas1, int3
     if (per_sm < 0 || n < per_sm) per_sm = n;
   }
   *ctas1 = clusters > 0 ? clusters * kCluster : 0;
+  *ctas1_dense = dense > 0 ? dense * kCluster : 0;
   *ctas2 = per_sm > 0 ? per_sm * sm_count : 0;
   return cudaSuccess;
 }

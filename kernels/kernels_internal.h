@@ -261,6 +261,8 @@ typedef struct fp8moe_gemm1_args {
                                   rows, row r of tile_m·max_tiles the codes of sorted row r (stride x_stride = H;
                                   padding rows unwritten), loaded by TMA; the scales stay per token. 0 = rows
                                   gathered by token (docs/GPU.md "Expert-sorted activations") */
+  int32_t decode_dense;        /* decode kernel only: 1 = its dense variant, 4 CTAs per SM with balanced rounds
+                                  (kernels/gemm_decode.h; the plan's fp8moe_cuda_plan_decode_dense) */
 } fp8moe_gemm1_args;
 int fp8moe_launch_gemm1(const fp8moe_gemm1_args* a, cudaStream_t stream);
 /* sm_90a: needs tile_m 64, w 16-byte aligned with strides multiples of 16, a->tma_encode; encodes the weight

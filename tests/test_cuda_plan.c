@@ -1316,6 +1316,34 @@ static void stream_align_rule(void) {
          "the expert-aligned split from T = 17 (an expert holds at most T rows), never in mode 0");
 }
 
+/* The register GEMM1's dense variant (fp8moe_cuda_plan_decode_dense): where the expected items (active experts × I/128)
+ * take fewer rounds on the dense variant's resident clusters and at most two. 45 and 60 clusters: an H100's. */
+static void decode_dense_rule(void) {
+  const fp8moe_problem q1 = problem(1, 2048, 768, 128, 8, 0x10000), q2 = problem(2, 2048, 768, 128, 8, 0x10000),
+                       q4 = problem(4, 2048, 768, 128, 8, 0x10000), s1 = problem(1, 5120, 8192, 16, 1, 0x10000),
+                       s2 = problem(2, 5120, 8192, 16, 1, 0x10000), s4 = problem(4, 5120, 8192, 16, 1, 0x10000);
+  EXPECT(fp8moe_cuda_plan_decode_dense(&q1, 45, 60, 1) && fp8moe_cuda_plan_decode_dense(&q2, 45, 60, 1),
+         "qwen3-30b-a3b T = 1 (48 items: 2 rounds → 1) and T = 2 (96: 3 → 2)");
+  EXPECT(!fp8moe_cuda_plan_decode_dense(&q4, 45, 60, 1), "qwen3-30b-a3b T = 4 (192 items: 5 → 4 rounds, more than 2)");
+  EXPECT(!fp8moe_cuda_plan_decode_dense(&s1, 45, 60, 1) && !fp8moe_cuda_plan_decode_dense(&s2, 45, 60, 1) &&
+             !fp8moe_cuda_plan_decode_dense(&s4, 45, 60, 1),
+         "llama4-scout T = 1, 2, 4 (64, 128, 256 items: 2, 3, 6 rounds → 2, 3, 5): the measured losses stay sparse");
+  EXPECT(!fp8moe_cuda_plan_decode_dense(&q1, 48, 60, 1) && fp8moe_cuda_plan_decode_dense(&q1, 47, 48, 1),
+         "the edge: 48 items on 48 clusters are one round already; on 47 → 48 they save one");
+  EXPECT(fp8moe_cuda_plan_decode_dense(&s4, 45, 60, 2) && !fp8moe_cuda_plan_decode_dense(&q1, 45, 60, 0) &&
+             !fp8moe_cuda_plan_decode_dense(&q1, 45, 0, 2) && !fp8moe_cuda_plan_decode_dense(&q1, 0, 60, 1),
+         "mode 2 (\"D\") wherever the dense grid fits, mode 0 (\"E\") never, no dense grid or none at all: never");
+  unsetenv("FP8MOE_CUDA_GEMM_FALLBACK");
+  EXPECT(fp8moe_cuda_plan_context_decode_dense() == 1, "FALLBACK unset: the rule");
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "0123456789abcdefghijklmnopqrstuvwxyz", 1);
+  EXPECT(fp8moe_cuda_plan_context_decode_dense() == 1, "no lowercase letter or digit moves it");
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "kD", 1);
+  EXPECT(fp8moe_cuda_plan_context_decode_dense() == 2, "FALLBACK=kD: everywhere");
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "DE", 1);
+  EXPECT(fp8moe_cuda_plan_context_decode_dense() == 0, "FALLBACK=DE: never (\"E\" wins)");
+  unsetenv("FP8MOE_CUDA_GEMM_FALLBACK");
+}
+
 /* The expert-sorted activations' rule (fp8moe_cuda_plan_sorted_x): K ≤ 2 and ≥ 256 rows per expert on average. */
 static void sorted_x_rule(void) {
   const fp8moe_problem mixtral_512 = problem(512, 4096, 14336, 8, 2, 0x10000),
@@ -1407,6 +1435,7 @@ int main(void) {
   stream_handoff_rule();
   stream_pairs_rule();
   stream_align_rule();
+  decode_dense_rule();
   sorted_x_rule();
   size_rule();
   gemm2_pairs();

@@ -117,7 +117,8 @@ static int32_t cuda_create(struct fp8moe_context* ctx, const fp8moe_context_args
     if (e == cudaSuccess && impl->compute_capability == 90 && impl->tma_encode != NULL && sm90.gemm1_pair_cluster)
       e = (cudaError_t)fp8moe_prepare_gemm1_sm90_pair_clusters(impl->sm_count, &impl->gemm1_pair_clusters);
     if (e == cudaSuccess)
-      e = (cudaError_t)fp8moe_prepare_gemm_decode(impl->sm_count, &impl->decode_ctas1, &impl->decode_ctas2);
+      e = (cudaError_t)fp8moe_prepare_gemm_decode(impl->sm_count, &impl->decode_ctas1, &impl->decode_ctas1_dense,
+                                                  &impl->decode_ctas2);
     if (e == cudaSuccess && impl->compute_capability == 90 && impl->tma_encode != NULL)
       e = (cudaError_t)fp8moe_prepare_gemm_stream(impl->sm_count, &impl->stream_ctas);
     if (e == cudaSuccess) e = (cudaError_t)fp8moe_prepare_prologue(&cluster_fits);
@@ -130,6 +131,7 @@ static int32_t cuda_create(struct fp8moe_context* ctx, const fp8moe_context_args
   impl->route_v1 = fp8moe_cuda_plan_context_route_v1();
   impl->route_warm = fp8moe_cuda_plan_context_route_warm();
   impl->route_filtered = fp8moe_cuda_plan_context_route_filtered();
+  impl->decode_dense = fp8moe_cuda_plan_context_decode_dense();
   impl->sm90_loop = sm90.loop;
   impl->gemm1_order = sm90.gemm1_order;
   impl->gemm2_order = sm90.gemm2_order;

@@ -25,6 +25,8 @@ typedef struct fp8moe_cuda_impl {
   void* tma_encode;           /* the driver's cuTensorMapEncodeTiled, or NULL (then no TMA plan rows) */
   uint32_t plan_offers;       /* fp8moe_cuda_plan_context_offers, fixed at creation */
   int32_t decode_ctas1, decode_ctas2; /* resident grids of the decode GEMMs (0: not usable here) */
+  int32_t decode_ctas1_dense; /* the same for GEMM1's dense variant (kernels/gemm_decode.h) */
+  int32_t decode_dense;       /* fp8moe_cuda_plan_context_decode_dense: its mode */
   int32_t stream_ctas;        /* grid of the stream GEMMs (one CTA per SM, ≤ FP8MOE_STREAM_MAX_CTAS; 0: not usable) */
   uint32_t prologue;          /* the small-T prologue variants offered (FP8MOE_PROLOGUE_* mask, cuda_plan.h) */
   int32_t permute_chunks;     /* fp8moe_cuda_plan_context_permute_chunks: the chunked permutation is allowed */

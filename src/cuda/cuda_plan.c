@@ -411,6 +411,14 @@ int32_t fp8moe_cuda_plan_stream_align(const fp8moe_problem* p, int32_t mode) {
   return mode != 0 && p->T > FP8MOE_GEMM_TILE_M_SMALL;
 }
 
+int32_t fp8moe_cuda_plan_decode_dense(const fp8moe_problem* p, int32_t clusters, int32_t dense_clusters, int32_t mode) {
+  if (mode == 0 || dense_clusters <= 0 || clusters <= 0) return 0;
+  if (mode == 2) return 1;
+  const int64_t items = expected_active_experts(p) * (p->I / FP8MOE_GEMM_TILE_N);
+  const int64_t rounds = (items + clusters - 1) / clusters, dense = (items + dense_clusters - 1) / dense_clusters;
+  return dense < rounds && dense <= FP8MOE_DECODE_DENSE_MAX_ROUNDS;
+}
+
 int32_t fp8moe_cuda_plan_sorted_x(const fp8moe_problem* p, int32_t mode) {
   return mode == 2 || (mode == 1 && p->K <= FP8MOE_SORTED_X_MAX_K &&
                        p->T * (int64_t)p->K >= (int64_t)FP8MOE_SORTED_X_MIN_ROWS * p->E);
@@ -510,6 +518,12 @@ int32_t fp8moe_cuda_plan_context_route_filtered(void) {
 int32_t fp8moe_cuda_plan_context_route_warm(void) {
   const char* off = getenv("FP8MOE_CUDA_GEMM_FALLBACK");
   return off == NULL || (strchr(off, 'x') == NULL && strchr(off, 'w') == NULL);
+}
+
+int32_t fp8moe_cuda_plan_context_decode_dense(void) {
+  const char* sw = getenv("FP8MOE_CUDA_GEMM_FALLBACK");
+  if (sw == NULL) return 1;
+  return strchr(sw, 'E') != NULL ? 0 : strchr(sw, 'D') != NULL ? 2 : 1;
 }
 
 int32_t fp8moe_cuda_plan_prologue_team(const fp8moe_problem* p, uint32_t context_prologue) {

@@ -193,6 +193,15 @@ int32_t fp8moe_cuda_plan_stream_pairs(const fp8moe_problem* p, int32_t mode);
  * most T rows); the kernels then look at the tile list for an expert that fills more than one unit. Mode:
  * fp8moe_sm90_variant's stream_align (0 never). */
 int32_t fp8moe_cuda_plan_stream_align(const fp8moe_problem* p, int32_t mode);
+/* Whether the register GEMM1 (the decode kernel) runs its dense variant: 4 CTAs per SM at 128 registers, so more of
+ * its clusters of 8 are resident (clusters → dense_clusters, from fp8moe_prepare_gemm_decode), with balanced rounds
+ * (docs/GPU.md "Denser decode GEMM1"). Where its expected items (the expected active experts × I/128 column groups)
+ * take fewer rounds on the dense clusters and at most FP8MOE_DECODE_DENSE_MAX_ROUNDS: H100, both orders, layer
+ * −10 to −13 % at qwen3-30b-a3b T = 1 (48 items: 2 rounds → 1), −2 to −9 % at T = 2 (96: 3 → 2); llama4-scout, whose
+ * items take as many rounds either way at T = 1–2 (64, 128) or five against six at T = 4, lost 2–4 % with it.
+ * Mode: fp8moe_cuda_plan_context_decode_dense (0 never, 1 this rule, 2 wherever the dense grid fits). */
+#define FP8MOE_DECODE_DENSE_MAX_ROUNDS 2
+int32_t fp8moe_cuda_plan_decode_dense(const fp8moe_problem* p, int32_t clusters, int32_t dense_clusters, int32_t mode);
 /* Whether the 128-row GEMM1's pair items read A by TMA from expert-sorted rows (docs/GPU.md "Expert-sorted
  * activations"; the caller also needs that kernel, one CTA per item, the separate launches and room in y's bytes).
  * The input quantization then writes K copies of every token's row, T·K·H bytes instead of T·H, so it pays where K is
@@ -316,6 +325,9 @@ int32_t fp8moe_cuda_plan_context_route_filtered(void);
 /* 1 unless FP8MOE_CUDA_GEMM_FALLBACK contains 'x' or 'w' (read at context creation): the small-T prologue's idle
  * routing warps warm the routing code (kernels/prologue.cu warm_phase). */
 int32_t fp8moe_cuda_plan_context_route_warm(void);
+/* At context creation: the mode of fp8moe_cuda_plan_decode_dense, 1 unless FP8MOE_CUDA_GEMM_FALLBACK names "E" (0,
+ * never) or "D" (2, wherever it fits; "E" wins): the A/B and test switches. */
+int32_t fp8moe_cuda_plan_context_decode_dense(void);
 
 /* The permutation at large T·K (kernels/permute_chunks.cu): from min_rows routed rows on, the slots are cut
  * into chunks spread over many blocks (count per chunk, one scan block, placement) instead of the one-block

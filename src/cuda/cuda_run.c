@@ -316,7 +316,12 @@ static int32_t experts(const fp8moe_cuda_impl* impl, const fp8moe_problem* p, co
             err, FP8MOE_STATUS_INTERNAL,
             "run: the kernel plan paired a decode GEMM with another kind; got kernels %d and %d; expected a pair",
             (int)k1->kernel, (int)k2->kernel);
-  if (decode) g->max_ctas = impl->decode_ctas1;
+  if (decode) {
+    const int32_t clusters = impl->decode_ctas1 / FP8MOE_DECODE_CLUSTER;
+    g->decode_dense = fp8moe_cuda_plan_decode_dense(p, clusters, impl->decode_ctas1_dense / FP8MOE_DECODE_CLUSTER,
+                                                    impl->decode_dense);
+    g->max_ctas = g->decode_dense ? impl->decode_ctas1_dense : impl->decode_ctas1;
+  }
   if (stream) {
     g->max_ctas = impl->stream_ctas;
     g->stream_partials = (float*)(ws + l->stream_partials);
