@@ -436,6 +436,15 @@ __global__ void __launch_bounds__(kDecThreads, FP8MOE_DECODE_GEMM2_CTAS_PER_SM)
   }
 }
 
+/* GEMM1's instance for a scale mode at CTAS CTAs per SM: the one list the launcher and the grid sizing share. */
+using Gemm1Kernel = void (*)(fp8moe_gemm1_args);
+template <int CTAS>
+Gemm1Kernel gemm1_kernel(int32_t scale_mode) {
+  if (scale_mode == FP8MOE_SCALE_BLOCK) return gemm1_decode_kernel<FP8MOE_SCALE_BLOCK, CTAS>;
+  if (scale_mode == FP8MOE_SCALE_ROW) return gemm1_decode_kernel<FP8MOE_SCALE_ROW, CTAS>;
+  return gemm1_decode_kernel<FP8MOE_SCALE_TENSOR, CTAS>;
+}
+
 }  // namespace
 }  // namespace fp8moe
 
@@ -446,14 +455,9 @@ extern "C" int fp8moe_launch_gemm1_decode(const fp8moe_gemm1_args* a, cudaStream
   int64_t ctas = a->max_ctas / kCluster * kCluster;
   if (ctas < kCluster) return cudaErrorInvalidConfiguration;
   const dim3 grid(static_cast<unsigned>(most < ctas ? most : ctas));
-  constexpr int kSparse = FP8MOE_DECODE_GEMM1_CTAS_PER_SM, kDense = FP8MOE_DECODE_GEMM1_DENSE_CTAS_PER_SM;
-  const int m = a->scale_mode == FP8MOE_SCALE_BLOCK ? 1 : a->scale_mode == FP8MOE_SCALE_ROW ? 2 : 0;
-  void (*const kernels[2][3])(fp8moe_gemm1_args) = {
-      {gemm1_decode_kernel<FP8MOE_SCALE_TENSOR, kSparse>, gemm1_decode_kernel<FP8MOE_SCALE_BLOCK, kSparse>,
-       gemm1_decode_kernel<FP8MOE_SCALE_ROW, kSparse>},
-      {gemm1_decode_kernel<FP8MOE_SCALE_TENSOR, kDense>, gemm1_decode_kernel<FP8MOE_SCALE_BLOCK, kDense>,
-       gemm1_decode_kernel<FP8MOE_SCALE_ROW, kDense>}};
-  const cudaError_t e = launch_pdl(kernels[a->decode_dense ? 1 : 0][m], grid, dim3(kDecThreads), 0, stream, *a);
+  const Gemm1Kernel kernel = a->decode_dense ? gemm1_kernel<FP8MOE_DECODE_GEMM1_DENSE_CTAS_PER_SM>(a->scale_mode)
+                                              : gemm1_kernel<FP8MOE_DECODE_GEMM1_CTAS_PER_SM>(a->scale_mode);
+  const cudaError_t e = launch_pdl(kernel, grid, dim3(kDecThreads), 0, stream, *a);
   return static_cast<int>(e);
 }
 
@@ -478,16 +482,14 @@ namespace {
  * scale modes); -1 when a query fails. */
 template <int CTAS>
 int resident_gemm1_clusters(int32_t sm_count) {
-  void (*const k[3])(fp8moe_gemm1_args) = {gemm1_decode_kernel<FP8MOE_SCALE_TENSOR, CTAS>,
-                                           gemm1_decode_kernel<FP8MOE_SCALE_BLOCK, CTAS>,
-                                           gemm1_decode_kernel<FP8MOE_SCALE_ROW, CTAS>};
+  const int32_t modes[3] = {FP8MOE_SCALE_TENSOR, FP8MOE_SCALE_BLOCK, FP8MOE_SCALE_ROW};
   int clusters = -1;
   for (int i = 0; i < 3; ++i) {
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3(static_cast<unsigned>(kCluster * sm_count));
     cfg.blockDim = dim3(kDecThreads);
     int n = 0;
-    if (cudaOccupancyMaxActiveClusters(&n, k[i], &cfg) != cudaSuccess) {
+    if (cudaOccupancyMaxActiveClusters(&n, gemm1_kernel<CTAS>(modes[i]), &cfg) != cudaSuccess) {
       (void)cudaGetLastError(); /* not an error of the context: the decode kernels just stay unused */
       return -1;
     }
