@@ -193,10 +193,12 @@ struct BlockScales {
   float w[2][kMaxKb];
 };
 
-/* Stages the item's block scales; act(token, kb) and w(t, kb) read the tensors. */
+/* Stages the item's block scales; act(token, kb) and w(t, kb) read the tensors. stage_w false: the weight
+ * scales are staged already (GEMM2's first item, before its wait) and only the tokens' are read. */
 template <class ActScale, class WScale>
-__device__ __forceinline__ void stage_scales(BlockScales& bs, int kblocks, ActScale act, WScale w) {
-  for (int i = threadIdx.x; i < (kRows + 2) * kblocks; i += kDecThreads) {
+__device__ __forceinline__ void stage_scales(BlockScales& bs, int kblocks, ActScale act, WScale w,
+                                             bool stage_w = true) {
+  for (int i = threadIdx.x; i < (kRows + (stage_w ? 2 : 0)) * kblocks; i += kDecThreads) {
     const int row = i / kblocks, kb = i % kblocks;
     if (row < kRows) bs.act[row][kb] = act(row, kb);
     else bs.w[row - kRows][kb] = w(row - kRows, kb);
@@ -327,6 +329,7 @@ __global__ void __cluster_dims__(kCluster, 1, 1) __launch_bounds__(kDecThreads, 
     const int64_t row0 = static_cast<int64_t>(tile) * kRows;
     __syncthreads(); /* the previous item is done with tok, tw and red */
     int32_t slot = -1;
+    const int32_t e = a.tile_expert[tile]; /* loaded beside the slots: one round trip, not two */
     if (threadIdx.x < kRows) {
       slot = a.sorted_slots[row0 + threadIdx.x];
       const int32_t t = slot >= 0 ? slot / a.K : -1;
@@ -334,7 +337,6 @@ __global__ void __cluster_dims__(kCluster, 1, 1) __launch_bounds__(kDecThreads, 
       sm.tw[threadIdx.x] = (a.token_weight && slot >= 0) ? a.token_weight[slot] : 1.0f;
     }
     const int real = __syncthreads_count(slot >= 0);
-    const int32_t e = a.tile_expert[tile];
     if (real > 8)
       gemm1_item<SCALE, 2>(a, sm, cl, e, row0, n0, parity);
     else
@@ -347,11 +349,68 @@ __global__ void __cluster_dims__(kCluster, 1, 1) __launch_bounds__(kDecThreads, 
 struct Smem2 {
   Reduce<2> red;
   BlockScales bs;
+  int32_t slot[kRows]; /* the item's sorted slots: its output rows (−1: padding) */
 };
 
+/* A 4-byte load through L2 (never a stale L1 line): what GEMM2 reads of the permutation's outputs before its
+ * wait (see gemm2_decode_kernel). */
+__device__ __forceinline__ int32_t ld_relaxed(const int32_t* p) {
+  int32_t v;
+  asm volatile("ld.relaxed.gpu.global.b32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+
+/* The address of element (i0, i1, i2) of a strided tensor, for a prefetch. */
+__device__ __forceinline__ const void* kref_addr(const fp8moe_kref& r, int64_t i0, int64_t i1, int64_t i2) {
+  const int64_t off = i0 * r.s[0] + i1 * r.s[1] + i2 * r.s[2];
+  const int size = r.dt == FP8MOE_DT_F32 || r.dt == FP8MOE_DT_I32 ? 4 : r.dt == FP8MOE_DT_I64 ? 8 : 2;
+  return static_cast<const uint8_t*>(r.data) + off * size;
+}
+
+/* GEMM2's item w: its tile, first output column and first expert-sorted row. */
+struct Item2 {
+  int tile;
+  int32_t n0;
+  int64_t row0;
+};
+__device__ __forceinline__ Item2 item2_at(int32_t w, int32_t tiles) {
+  Item2 it;
+  it.tile = static_cast<int>(w % tiles);
+  it.n0 = static_cast<int32_t>(w / tiles) * kCols2;
+  it.row0 = static_cast<int64_t>(it.tile) * kRows;
+  return it;
+}
+
+/* The item's slots into shared memory and its expert, loaded together (one round trip, not two); returns the
+ * expert and sets *real to the tile's real rows. LD reads an int32. */
+template <class Ld>
+__device__ __forceinline__ int32_t look_up2(Smem2& sm, const int32_t* tile_expert, const int32_t* sorted_slots,
+                                            const Item2& it, Ld ld, int* real) {
+  int32_t slot = -1;
+  if (threadIdx.x < kRows) slot = ld(sorted_slots + it.row0 + threadIdx.x);
+  const int32_t e = ld(tile_expert + it.tile);
+  if (threadIdx.x < kRows) sm.slot[threadIdx.x] = slot;
+  *real = __syncthreads_count(slot >= 0);
+  return e;
+}
+
+/* Into L2: each warp's first K step of the item's weight rows (as gemm2_item will load them) and, with block
+ * scales, the line of the item's weight-block scales. */
+template <int SCALE>
+__device__ __forceinline__ void prefetch_item2(const fp8moe_gemm2_args& a, int32_t e, int32_t n0) {
+  const uint8_t* we = a.w + static_cast<int64_t>(e) * a.w_stride_e;
+  const int kb0 = warp_kb0(a.I / kBlockK), kb1 = warp_kb1(a.I / kBlockK);
+  const int lines = (kb1 - kb0 < 2 ? kb1 - kb0 : 2) * (kBlockK / 128); /* 128-byte lines per weight row */
+#pragma unroll 1
+  for (int i = threadIdx.x % 32; i < kCols2 * lines; i += 32)
+    prefetch_l2(we + (n0 + i / lines) * a.w_stride_n + static_cast<int64_t>(kb0) * kBlockK + (i % lines) * 128);
+  if (SCALE == FP8MOE_SCALE_BLOCK && threadIdx.x % 32 == 0) prefetch_l2(kref_addr(a.w_scale, e, n0 / kBlockK, kb0));
+}
+
+/* stage_w false: the item's weight-block scales are in sm.bs.w already. */
 template <int SCALE, int NH>
 __device__ __forceinline__ void gemm2_item(const fp8moe_gemm2_args& a, Smem2& sm, int32_t e, int64_t row0,
-                                           int32_t n0) {
+                                           int32_t n0, bool stage_w) {
   const int tid = threadIdx.x, lane = tid % 32, g = lane / 4, tq = lane % 4;
   const uint8_t* we = a.w + static_cast<int64_t>(e) * a.w_stride_e;
   const uint8_t* wp[2][2];
@@ -366,7 +425,7 @@ __device__ __forceinline__ void gemm2_item(const fp8moe_gemm2_args& a, Smem2& sm
   if (SCALE == FP8MOE_SCALE_BLOCK) {
     stage_scales(
         sm.bs, kblocks, [&](int row, int kb) { return row < 8 * NH ? kref_at(a.a2_scale, row0 + row, kb) : 0.0f; },
-        [&](int t, int kb) { return kref_at(a.w_scale, e, (n0 + 16 * t) / kBlockK, kb); });
+        [&](int t, int kb) { return kref_at(a.w_scale, e, (n0 + 16 * t) / kBlockK, kb); }, stage_w);
     __syncthreads();
   }
   auto wscale = [&](int t, int kb) { return sm.bs.w[t][kb]; };
@@ -392,7 +451,7 @@ __device__ __forceinline__ void gemm2_item(const fp8moe_gemm2_args& a, Smem2& sm
 #pragma unroll
     for (int j = 0; j < 4; ++j) v[j] = v[j] * sr * kref_at(a.w_scale, e, n0 + c + j);
   }
-  const int32_t slot = a.sorted_slots[row0 + r]; /* y is by slot; padding rows are not stored */
+  const int32_t slot = sm.slot[r]; /* y is by slot; padding rows are not stored */
   if (slot >= 0)
     *reinterpret_cast<uint2*>(a.y + static_cast<int64_t>(slot) * a.H + n0 + c) =
         make_uint2(y_bf16x2(v[0], v[1]), y_bf16x2(v[2], v[3]));
@@ -402,37 +461,49 @@ template <int SCALE>
 __global__ void __launch_bounds__(kDecThreads, FP8MOE_DECODE_GEMM2_CTAS_PER_SM)
     gemm2_decode_kernel(fp8moe_gemm2_args a, const int32_t* sorted_slots) {
   __shared__ Smem2 sm;
-  /* Before waiting for GEMM1, each warp prefetches into L2 the weight bytes of its first K step of its
-   * first item, overlapping GEMM1's tail. The tile list it reads is final by then (permute.cu completed
-   * before GEMM1 let this grid start); a stale read would only prefetch the wrong lines, and the loop below
-   * reads it again after the wait. */
-  {
-    const int32_t tiles = *a.num_tiles;
-    if (tiles > 0 && blockIdx.x < static_cast<int64_t>(tiles) * (a.H / kCols2)) {
-      const int tile = static_cast<int>(blockIdx.x % tiles);
-      const int64_t n0 = static_cast<int64_t>(blockIdx.x / tiles) * kCols2;
-      const uint8_t* we = a.w + static_cast<int64_t>(a.tile_expert[tile]) * a.w_stride_e;
-      const int kb0 = warp_kb0(a.I / kBlockK), kb1 = warp_kb1(a.I / kBlockK);
-      const int lines = (kb1 - kb0 < 2 ? kb1 - kb0 : 2) * (kBlockK / 128); /* 128-byte lines per weight row */
-      for (int i = threadIdx.x % 32; i < kCols2 * lines; i += 32)
-        prefetch_l2(we + (n0 + i / lines) * a.w_stride_n + static_cast<int64_t>(kb0) * kBlockK + (i % lines) * 128);
+  /* Before its wait (overlapping GEMM1's tail) the CTA does all of its first item that reads no GEMM1 output:
+   * the item's slots and expert, its weight-block scales into shared memory, and an L2 prefetch of its
+   * weights' first K step, then the same prefetch for its second item. The permutation's outputs it reads are
+   * final by then: permute.cu completed before any GEMM1 CTA passed its wait, and this grid starts only after
+   * every GEMM1 CTA let it (allow_next follows wait_prior in every kernel, kernels/pdl.cuh); they are read
+   * through L2 (ld.relaxed.gpu), never from a stale L1 line. */
+  const int32_t tiles = ld_relaxed(a.num_tiles);
+  const int32_t items = tiles * (a.H / kCols2); /* TINY rows: a few thousand at most */
+  const int32_t cta = static_cast<int32_t>(blockIdx.x), ctas = static_cast<int32_t>(gridDim.x);
+  int32_t first_e = 0;
+  int first_real = 0;
+  if (cta < items) {
+    const Item2 it = item2_at(cta, tiles);
+    first_e = look_up2(sm, a.tile_expert, sorted_slots, it, ld_relaxed, &first_real);
+    prefetch_item2<SCALE>(a, first_e, it.n0);
+    if (cta + ctas < items) {
+      const Item2 next = item2_at(cta + ctas, tiles);
+      prefetch_item2<SCALE>(a, ld_relaxed(a.tile_expert + next.tile), next.n0);
+    }
+    if (SCALE == FP8MOE_SCALE_BLOCK) {
+      const int kblocks = a.I / kBlockK;
+#pragma unroll 1
+      for (int i = threadIdx.x; i < 2 * kblocks; i += kDecThreads)
+        sm.bs.w[i / kblocks][i % kblocks] = kref_at(a.w_scale, first_e, (it.n0 + 16 * (i / kblocks)) / kBlockK,
+                                                    i % kblocks);
     }
   }
   wait_prior(); /* a2q and its scales come from GEMM1 (or the row quantization) */
   allow_next();
-  const int32_t tiles = *a.num_tiles;
-  const int64_t items = static_cast<int64_t>(tiles) * (a.H / kCols2);
-  for (int64_t w = blockIdx.x; w < items; w += gridDim.x) {
-    const int tile = static_cast<int>(w % tiles);
-    const int32_t n0 = static_cast<int32_t>(w / tiles) * kCols2;
-    const int64_t row0 = static_cast<int64_t>(tile) * kRows;
-    __syncthreads(); /* the previous item is done with red */
-    const int real = __syncthreads_count(threadIdx.x < kRows && sorted_slots[row0 + threadIdx.x] >= 0);
-    const int32_t e = a.tile_expert[tile];
+  auto ld = [](const int32_t* p) { return *p; };
+  bool looked_up = true; /* the first item was, before the wait */
+  int32_t e = first_e;
+  int real = first_real;
+  for (int32_t w = cta; w < items; w += ctas, looked_up = false) {
+    const Item2 it = item2_at(w, tiles);
+    if (!looked_up) {
+      __syncthreads(); /* the previous item is done with red and slot */
+      e = look_up2(sm, a.tile_expert, sorted_slots, it, ld, &real);
+    }
     if (real > 8)
-      gemm2_item<SCALE, 2>(a, sm, e, row0, n0);
+      gemm2_item<SCALE, 2>(a, sm, e, it.row0, it.n0, !looked_up);
     else
-      gemm2_item<SCALE, 1>(a, sm, e, row0, n0);
+      gemm2_item<SCALE, 1>(a, sm, e, it.row0, it.n0, !looked_up);
   }
 }
 
