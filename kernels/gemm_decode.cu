@@ -461,6 +461,10 @@ template <int SCALE>
 __global__ void __launch_bounds__(kDecThreads, FP8MOE_DECODE_GEMM2_CTAS_PER_SM)
     gemm2_decode_kernel(fp8moe_gemm2_args a, const int32_t* sorted_slots) {
   __shared__ Smem2 sm;
+  /* The combine may launch as soon as every CTA here has started, not only after their lookups below: its
+   * early reads (the routing's and the permutation's outputs) completed before any GEMM1 CTA passed its wait,
+   * and this grid started only after every GEMM1 CTA had (the exception kernels/pdl.cuh names). */
+  allow_next();
   /* Before its wait (overlapping GEMM1's tail) the CTA does all of its first item that reads no GEMM1 output:
    * the item's slots and expert, its weight-block scales into shared memory, and an L2 prefetch of its
    * weights' first K step, then the same prefetch for its second item. The permutation's outputs it reads are
@@ -489,7 +493,6 @@ __global__ void __launch_bounds__(kDecThreads, FP8MOE_DECODE_GEMM2_CTAS_PER_SM)
     }
   }
   wait_prior(); /* a2q and its scales come from GEMM1 (or the row quantization) */
-  allow_next();
   auto ld = [](const int32_t* p) { return *p; };
   bool looked_up = true; /* the first item was, before the wait */
   int32_t e = first_e;

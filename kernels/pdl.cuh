@@ -4,7 +4,10 @@
  * wrote (that blocks until the previous kernel has completed and its writes are visible; for an ordinary
  * launch it returns at once). allow_next() lets the next PDL-launched kernel be scheduled; it is called only
  * after wait_prior(), so a kernel that starts early can rely on everything before its predecessor being
- * complete. Capturable in CUDA graphs (programmatic edges). Included by kernels/<op>.cu only. */
+ * complete. One exception: the decode GEMM2 (gemm_decode.cu) calls it first, so that the combine, its only
+ * dependent, is resident before GEMM2's short tail ends; the combine reads early only what the routing and
+ * the permutation wrote, which completed before GEMM1 let GEMM2 start (docs/GPU.md "Decode GEMMs").
+ * Capturable in CUDA graphs (programmatic edges). Included by kernels/<op>.cu only. */
 #ifndef FP8MOE_KERNELS_PDL_CUH
 #define FP8MOE_KERNELS_PDL_CUH
 
