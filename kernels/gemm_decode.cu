@@ -470,7 +470,7 @@ __global__ void __launch_bounds__(kDecThreads, FP8MOE_DECODE_GEMM2_CTAS_PER_SM)
    * weights' first K step, then the same prefetch for its second item. The permutation's outputs it reads are
    * final by then: permute.cu completed before any GEMM1 CTA passed its wait, and this grid starts only after
    * every GEMM1 CTA let it (allow_next follows wait_prior in every kernel, kernels/pdl.cuh); they are read
-   * through L2 (ld.relaxed.gpu), never from a stale L1 line. */
+   * through L2 (ld.relaxed.gpu), never from a stale L1 line (docs/GPU.md "GEMM2's first item before its wait"). */
   const int32_t tiles = ld_relaxed(a.num_tiles);
   const int32_t items = tiles * (a.H / kCols2); /* TINY rows: a few thousand at most */
   const int32_t cta = static_cast<int32_t>(blockIdx.x), ctas = static_cast<int32_t>(gridDim.x);
