@@ -149,6 +149,14 @@ __device__ __forceinline__ void mma_e4m3_16832(float (&d)[4], const uint32_t (&a
 #endif
 }
 
+/* A word an earlier kernel wrote, read at gpu scope (from L2: never a stale L1 line): what a kernel reads of the
+ * permutation's outputs before its own griddepcontrol.wait (kernels/pdl.cuh). */
+__device__ __forceinline__ int32_t ld_relaxed(const int32_t* p) {
+  int32_t v;
+  asm volatile("ld.relaxed.gpu.global.b32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+
 /* 16-byte global → shared copy that bypasses L1; src_bytes = 0 zero-fills the destination. */
 __device__ __forceinline__ void cp_async_16(uint32_t smem, const void* gmem, int src_bytes) { /* shared address */
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem), "l"(gmem), "r"(src_bytes));

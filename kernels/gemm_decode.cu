@@ -352,14 +352,6 @@ struct Smem2 {
   int32_t slot[kRows]; /* the item's sorted slots: its output rows (−1: padding) */
 };
 
-/* A 4-byte load through L2 (never a stale L1 line): what GEMM2 reads of the permutation's outputs before its
- * wait (see gemm2_decode_kernel). */
-__device__ __forceinline__ int32_t ld_relaxed(const int32_t* p) {
-  int32_t v;
-  asm volatile("ld.relaxed.gpu.global.b32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
-
 /* The address of element (i0, i1, i2) of a strided tensor, for a prefetch. */
 __device__ __forceinline__ const void* kref_addr(const fp8moe_kref& r, int64_t i0, int64_t i1, int64_t i2) {
   const int64_t off = i0 * r.s[0] + i1 * r.s[1] + i2 * r.s[2];
@@ -407,6 +399,11 @@ __device__ __forceinline__ void prefetch_item2(const fp8moe_gemm2_args& a, int32
   if (SCALE == FP8MOE_SCALE_BLOCK && threadIdx.x % 32 == 0) prefetch_l2(kref_addr(a.w_scale, e, n0 / kBlockK, kb0));
 }
 
+/* GEMM2's weight-block scale of output rows n0 + 16·t.. of expert e at 128-K block kb. */
+__device__ __forceinline__ float w2_block_scale(const fp8moe_gemm2_args& a, int32_t e, int32_t n0, int t, int kb) {
+  return kref_at(a.w_scale, e, (n0 + 16 * t) / kBlockK, kb);
+}
+
 /* stage_w false: the item's weight-block scales are in sm.bs.w already. */
 template <int SCALE, int NH>
 __device__ __forceinline__ void gemm2_item(const fp8moe_gemm2_args& a, Smem2& sm, int32_t e, int64_t row0,
@@ -425,7 +422,7 @@ __device__ __forceinline__ void gemm2_item(const fp8moe_gemm2_args& a, Smem2& sm
   if (SCALE == FP8MOE_SCALE_BLOCK) {
     stage_scales(
         sm.bs, kblocks, [&](int row, int kb) { return row < 8 * NH ? kref_at(a.a2_scale, row0 + row, kb) : 0.0f; },
-        [&](int t, int kb) { return kref_at(a.w_scale, e, (n0 + 16 * t) / kBlockK, kb); }, stage_w);
+        [&](int t, int kb) { return w2_block_scale(a, e, n0, t, kb); }, stage_w);
     __syncthreads();
   }
   auto wscale = [&](int t, int kb) { return sm.bs.w[t][kb]; };
@@ -469,7 +466,7 @@ __global__ void __launch_bounds__(kDecThreads, FP8MOE_DECODE_GEMM2_CTAS_PER_SM)
    * the item's slots and expert, its weight-block scales into shared memory, and an L2 prefetch of its
    * weights' first K step, then the same prefetch for its second item. The permutation's outputs it reads are
    * final by then: permute.cu completed before any GEMM1 CTA passed its wait, and this grid starts only after
-   * every GEMM1 CTA let it (allow_next follows wait_prior in every kernel, kernels/pdl.cuh); they are read
+   * every GEMM1 CTA let it (GEMM1's allow_next follows its wait_prior, kernels/pdl.cuh); they are read
    * through L2 (ld.relaxed.gpu), never from a stale L1 line (docs/GPU.md "GEMM2's first item before its wait"). */
   const int32_t tiles = ld_relaxed(a.num_tiles);
   const int32_t items = tiles * (a.H / kCols2); /* TINY rows: a few thousand at most */
@@ -488,8 +485,7 @@ __global__ void __launch_bounds__(kDecThreads, FP8MOE_DECODE_GEMM2_CTAS_PER_SM)
       const int kblocks = a.I / kBlockK;
 #pragma unroll 1
       for (int i = threadIdx.x; i < 2 * kblocks; i += kDecThreads)
-        sm.bs.w[i / kblocks][i % kblocks] = kref_at(a.w_scale, first_e, (it.n0 + 16 * (i / kblocks)) / kBlockK,
-                                                    i % kblocks);
+        sm.bs.w[i / kblocks][i % kblocks] = w2_block_scale(a, first_e, it.n0, i / kblocks, i % kblocks);
     }
   }
   wait_prior(); /* a2q and its scales come from GEMM1 (or the row quantization) */

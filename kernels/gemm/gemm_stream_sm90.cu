@@ -196,13 +196,6 @@ using sm90::mbar_wait;
 using sm90::wgmma_commit;
 using sm90::wgmma_fence;
 
-/* A word an earlier kernel wrote, read at gpu scope (from L2: never a stale L1 line). */
-__device__ __forceinline__ int32_t ld_relaxed(const int32_t* p) {
-  int32_t v;
-  asm volatile("ld.relaxed.gpu.global.b32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
-
 /* A unit's token rows: its first tile and the rows (16, or 32 for a pair of tiles of one expert). */
 struct Group {
   int32_t tile0;
