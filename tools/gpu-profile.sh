@@ -2,7 +2,7 @@
 # gpu-profile.sh — Nsight Compute on the kernels that bound a layer, one profiled launch each, so a kernel
 # change starts from measured limiters (throughput vs peak, stall reasons, occupancy) instead of guesses.
 # Runs test_gpu_models (one model, one T), or fp8moe-bench where a case names a format (any T), under ncu with the
-# caches flushed and the clocks left alone; writes $OUT/profile/ncu-<model>-<T>-<kernel>.txt and prints the
+# caches flushed and the clocks left alone; writes $OUT/profile/ncu-<model>-<T>-<kernel>[-<format>].txt and prints the
 # headline metrics of each.
 #   PROFILE_CASES="model T kernel-regex [format]; ..."   (default: the decode GEMM1 and the wgmma GEMMs at
 #                                                 deepseek-v3, the wgmma GEMM1 at mixtral-8x7b)
@@ -23,7 +23,7 @@ IFS=';' read -ra list <<< "$CASES"
 for c in "${list[@]}"; do
   read -r model T kernel format <<< "$c"
   [ -n "${kernel:-}" ] || continue
-  base="$OUT/ncu-$model-$T-$kernel"
+  base="$OUT/ncu-$model-$T-$kernel${format:+-$format}" # two formats of one kernel: two reports
   f="$base.txt"
   host=("$BUILD/tests/test_gpu_models" "$model" "$T")
   [ -z "${format:-}" ] || host=("$BUILD/bench/fp8moe-bench" --shape "$model" --format "$format" --tokens "$T"
