@@ -515,6 +515,17 @@ Gemm1Kernel gemm1_kernel(int32_t scale_mode) {
   return gemm1_decode_kernel<FP8MOE_SCALE_TENSOR, CTAS>;
 }
 
+/* GEMM2's instance for a scale mode: likewise shared by its launcher and the grid sizing. */
+using Gemm2Kernel = void (*)(fp8moe_gemm2_args, const int32_t*);
+Gemm2Kernel gemm2_kernel(int32_t scale_mode) {
+  if (scale_mode == FP8MOE_SCALE_BLOCK) return gemm2_decode_kernel<FP8MOE_SCALE_BLOCK>;
+  if (scale_mode == FP8MOE_SCALE_ROW) return gemm2_decode_kernel<FP8MOE_SCALE_ROW>;
+  return gemm2_decode_kernel<FP8MOE_SCALE_TENSOR>;
+}
+
+/* The scale modes the grid sizing queries (each instance's resources differ). */
+constexpr int32_t kScaleModes[3] = {FP8MOE_SCALE_TENSOR, FP8MOE_SCALE_BLOCK, FP8MOE_SCALE_ROW};
+
 }  // namespace
 }  // namespace fp8moe
 
@@ -538,9 +549,7 @@ extern "C" int fp8moe_launch_gemm2_decode(const fp8moe_gemm2_args* a, const int3
   const int64_t most = static_cast<int64_t>(a->max_tiles) * (a->H / kCols2);
   const int64_t ctas = a->max_ctas > 0 ? a->max_ctas : 1;
   const dim3 grid(static_cast<unsigned>(most < ctas ? most : ctas));
-  void (*kernel)(fp8moe_gemm2_args, const int32_t*) = gemm2_decode_kernel<FP8MOE_SCALE_TENSOR>;
-  if (a->scale_mode == FP8MOE_SCALE_BLOCK) kernel = gemm2_decode_kernel<FP8MOE_SCALE_BLOCK>;
-  if (a->scale_mode == FP8MOE_SCALE_ROW) kernel = gemm2_decode_kernel<FP8MOE_SCALE_ROW>;
+  const Gemm2Kernel kernel = gemm2_kernel(a->scale_mode);
   const cudaError_t e = launch_pdl(kernel, grid, dim3(kDecThreads), 0, stream, *a, sorted_slots);
   return static_cast<int>(e);
 }
@@ -552,14 +561,13 @@ namespace {
  * scale modes); -1 when a query fails. */
 template <int CTAS>
 int resident_gemm1_clusters(int32_t sm_count) {
-  const int32_t modes[3] = {FP8MOE_SCALE_TENSOR, FP8MOE_SCALE_BLOCK, FP8MOE_SCALE_ROW};
   int clusters = -1;
   for (int i = 0; i < 3; ++i) {
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3(static_cast<unsigned>(kCluster * sm_count));
     cfg.blockDim = dim3(kDecThreads);
     int n = 0;
-    if (cudaOccupancyMaxActiveClusters(&n, gemm1_kernel<CTAS>(modes[i]), &cfg) != cudaSuccess) {
+    if (cudaOccupancyMaxActiveClusters(&n, gemm1_kernel<CTAS>(kScaleModes[i]), &cfg) != cudaSuccess) {
       (void)cudaGetLastError(); /* not an error of the context: the decode kernels just stay unused */
       return -1;
     }
@@ -584,12 +592,10 @@ extern "C" int fp8moe_prepare_gemm_decode(int32_t sm_count, int32_t* ctas1, int3
   const int dense = resident_gemm1_clusters<FP8MOE_DECODE_GEMM1_DENSE_CTAS_PER_SM>(sm_count);
   if (clusters < 0 || dense < 0) return cudaSuccess;
   int per_sm = -1;
-  void (*const k2[3])(fp8moe_gemm2_args, const int32_t*) = {gemm2_decode_kernel<FP8MOE_SCALE_TENSOR>,
-                                                            gemm2_decode_kernel<FP8MOE_SCALE_BLOCK>,
-                                                            gemm2_decode_kernel<FP8MOE_SCALE_ROW>};
   for (int i = 0; i < 3; ++i) {
     int n = 0;
-    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, k2[i], kDecThreads, 0) != cudaSuccess) {
+    const cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, gemm2_kernel(kScaleModes[i]), kDecThreads, 0);
+    if (e != cudaSuccess) {
       (void)cudaGetLastError();
       return cudaSuccess;
     }
