@@ -9,7 +9,7 @@
 #include <cuda_fp8.h>
 #include <stdint.h>
 
-#include "common_portable.cuh" /* load_f32, kref_at, warp_max, warp_sum, warp_inclusive_sum, scan_tile_starts */
+#include "common_portable.cuh" /* load_f32, kref_at/addr, warp_max/sum/inclusive_sum, scan_tile_starts */
 #include "kernels_internal.h"
 #include "scale_div.h"
 #include "tensor_internal.h"

@@ -30,6 +30,16 @@ __device__ __forceinline__ float kref_at(const fp8moe_kref& r, int64_t i0, int64
   return load_f32(r.data, r.dt, i0 * r.s[0] + i1 * r.s[1] + i2 * r.s[2]);
 }
 
+/* Bytes per element of the dtypes load_f32 reads (the kernels' twin of the host's fp8moe_dt_size). */
+__device__ __forceinline__ int kdt_size(int32_t dt) {
+  return dt == FP8MOE_DT_F32 || dt == FP8MOE_DT_I32 ? 4 : dt == FP8MOE_DT_I64 ? 8 : 2;
+}
+
+/* The address of element (i0, i1, i2) of a strided tensor, for a prefetch. */
+__device__ __forceinline__ const void* kref_addr(const fp8moe_kref& r, int64_t i0, int64_t i1, int64_t i2) {
+  return static_cast<const uint8_t*>(r.data) + (i0 * r.s[0] + i1 * r.s[1] + i2 * r.s[2]) * kdt_size(r.dt);
+}
+
 /* The warp's maximum and sum by the xor butterfly (offsets 16, 8, 4, 2, 1): the order src/routing_math.h's
  * fp8moe_rm_sum32 replays on the host. */
 __device__ __forceinline__ float warp_max(float v) {

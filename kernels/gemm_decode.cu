@@ -352,13 +352,6 @@ struct Smem2 {
   int32_t slot[kRows]; /* the item's sorted slots: its output rows (−1: padding) */
 };
 
-/* The address of element (i0, i1, i2) of a strided tensor, for a prefetch. */
-__device__ __forceinline__ const void* kref_addr(const fp8moe_kref& r, int64_t i0, int64_t i1, int64_t i2) {
-  const int64_t off = i0 * r.s[0] + i1 * r.s[1] + i2 * r.s[2];
-  const int size = r.dt == FP8MOE_DT_F32 || r.dt == FP8MOE_DT_I32 ? 4 : r.dt == FP8MOE_DT_I64 ? 8 : 2;
-  return static_cast<const uint8_t*>(r.data) + off * size;
-}
-
 /* GEMM2's item w: its tile, first output column and first expert-sorted row. */
 struct Item2 {
   int tile;
