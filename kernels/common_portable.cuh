@@ -1,7 +1,7 @@
 /* common_portable.cuh — the part of common.cuh that also compiles for the host: strided reads of fp32/bf16/fp16/
- * int32/int64 tensors as fp32, and warp reductions and scans through the warp intrinsics. common.cuh includes it for
- * the kernels; tests/routing_emu/common_host.h includes it for the emulated warp (whose intrinsics warp_emu.h
- * defines), so the host runs these very functions, not copies. */
+ * int32/int64 tensors as fp32 (and their elements' addresses), and warp reductions and scans through the warp
+ * intrinsics. common.cuh includes it for the kernels; tests/routing_emu/common_host.h includes it for the emulated
+ * warp (whose intrinsics warp_emu.h defines), so the host runs these very functions, not copies. */
 #ifndef FP8MOE_KERNELS_COMMON_PORTABLE_CUH
 #define FP8MOE_KERNELS_COMMON_PORTABLE_CUH
 
