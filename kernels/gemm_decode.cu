@@ -517,7 +517,7 @@ Gemm2Kernel gemm2_kernel(int32_t scale_mode) {
 }
 
 /* The scale modes the grid sizing queries (each instance's resources differ). */
-constexpr int32_t kScaleModes[3] = {FP8MOE_SCALE_TENSOR, FP8MOE_SCALE_BLOCK, FP8MOE_SCALE_ROW};
+constexpr int32_t kScaleModes[] = {FP8MOE_SCALE_TENSOR, FP8MOE_SCALE_BLOCK, FP8MOE_SCALE_ROW};
 
 }  // namespace
 }  // namespace fp8moe
@@ -555,12 +555,12 @@ namespace {
 template <int CTAS>
 int resident_gemm1_clusters(int32_t sm_count) {
   int clusters = -1;
-  for (int i = 0; i < 3; ++i) {
+  for (const int32_t mode : kScaleModes) {
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3(static_cast<unsigned>(kCluster * sm_count));
     cfg.blockDim = dim3(kDecThreads);
     int n = 0;
-    if (cudaOccupancyMaxActiveClusters(&n, gemm1_kernel<CTAS>(kScaleModes[i]), &cfg) != cudaSuccess) {
+    if (cudaOccupancyMaxActiveClusters(&n, gemm1_kernel<CTAS>(mode), &cfg) != cudaSuccess) {
       (void)cudaGetLastError(); /* not an error of the context: the decode kernels just stay unused */
       return -1;
     }
@@ -585,10 +585,9 @@ extern "C" int fp8moe_prepare_gemm_decode(int32_t sm_count, int32_t* ctas1, int3
   const int dense = resident_gemm1_clusters<FP8MOE_DECODE_GEMM1_DENSE_CTAS_PER_SM>(sm_count);
   if (clusters < 0 || dense < 0) return cudaSuccess;
   int per_sm = -1;
-  for (int i = 0; i < 3; ++i) {
+  for (const int32_t mode : kScaleModes) {
     int n = 0;
-    const cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, gemm2_kernel(kScaleModes[i]), kDecThreads, 0);
-    if (e != cudaSuccess) {
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, gemm2_kernel(mode), kDecThreads, 0) != cudaSuccess) {
       (void)cudaGetLastError();
       return cudaSuccess;
     }
