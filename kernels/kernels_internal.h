@@ -195,9 +195,9 @@ int fp8moe_prepare_prologue(int32_t* usable);
 #define FP8MOE_SM90_ORDER_TILE_MAJOR 0   /* item w: tile w / column_blocks, column block w % column_blocks */
 #define FP8MOE_SM90_ORDER_COLUMN_MAJOR 1 /* item w: tile w % tiles, column block w / tiles */
 #define FP8MOE_SM90_ORDER_GROUPED 2      /* groups of item_group consecutive tiles, column-block major inside */
-/* The expert-aligned groups of the 64-row GEMM2 and GEMM1's alternating items (aligned_groups in both args,
+/* The expert-aligned groups of the 64-row GEMM2 and the 128-row GEMM1's items (aligned_groups in both args,
  * kernels/gemm/sm90_items.h): each CTA keeps the group edges in shared memory, at most this many
- * (ceil(max_tiles / item_group) + 1) */
+ * (ceil(units / item_group) + 1, units the tiles or, for pair items, fp8moe_sm90_max_pairs) */
 #define FP8MOE_SM90_MAX_GROUP_EDGES 1024
 /* The weight-streaming decode GEMMs (kernels/gemm_stream.h): shared-memory ring depth (stages of 32 KB of
  * weights + 2 KB of token rows), the most CTAs they run on (the workspace holds two partial tiles and one
@@ -243,9 +243,10 @@ typedef struct fp8moe_gemm1_args {
                                   fp8moe_prepare_gemm1_sm90_pair_clusters); 0 the one-CTA kernel */
   int32_t alternate;           /* sm90 pairs only: 1 = 64-row items, the two consumer warpgroups take turns
                                   (gemm1_wgmma128_sm90.cu "Alternating"); 0 = pairs of tiles */
-  int32_t aligned_groups;      /* sm90 pairs, alternating items, GROUPED, one CTA only: 1 = group edges moved to
-                                  experts' first tiles (sm90_items.h; ceil(max_tiles / item_group) + 1 ≤
-                                  FP8MOE_SM90_MAX_GROUP_EDGES, else the launcher refuses); 0 = plain groups */
+  int32_t aligned_groups;      /* sm90 pairs, GROUPED, one CTA only: 1 = group edges moved to experts' first tiles
+                                  (alternating items) or first pairs (pair items; sm90_items.h; ceil(units /
+                                  item_group) + 1 ≤ FP8MOE_SM90_MAX_GROUP_EDGES, units the tiles or
+                                  fp8moe_sm90_max_pairs, else the launcher refuses); 0 = plain groups */
   uint32_t* item_counter;      /* sm90 pairs only: NULL = CTA b takes items b, b + grid, …; else a word that is 0
                                   at the kernel's start, from which the CTAs claim items grid, grid + 1, … in
                                   order as they finish one (docs/GPU.md "Claimed items") */

@@ -275,6 +275,7 @@ static int32_t v_gemm2_aligned(fp8moe_sm90_variant v) { return v.gemm2_aligned; 
 static int32_t v_gemm1_aligned(fp8moe_sm90_variant v) { return v.gemm1_aligned; }
 static int32_t v_gemm1_sparse_group(fp8moe_sm90_variant v) { return v.gemm1_sparse_group; }
 static int32_t v_gemm2_sparse_group(fp8moe_sm90_variant v) { return v.gemm2_sparse_group; }
+static int32_t v_gemm1_pair_aligned(fp8moe_sm90_variant v) { return v.gemm1_pair_aligned; }
 static const struct {
   const char* letter;
   int32_t (*field)(fp8moe_sm90_variant);
@@ -283,7 +284,8 @@ static const struct {
                         {"6", v_gemm2_aligned, "the 64-row GEMM2's plain group edges"},
                         {"9", v_gemm1_aligned, "GEMM1's alternating items' plain group edges"},
                         {"4", v_gemm1_sparse_group, "GEMM1's alternating items' groups by GEMM1's rule at every size"},
-                        {"0", v_gemm2_sparse_group, "the 64-row GEMM2's own rule below a tile per expert too"}};
+                        {"0", v_gemm2_sparse_group, "the 64-row GEMM2's own rule below a tile per expert too"},
+                        {"A", v_gemm1_pair_aligned, "the 128-row GEMM1's pair items' plain group edges"}};
 enum { kGroupSwitches = (int)(sizeof k_group_switches / sizeof k_group_switches[0]) };
 
 /* Every group switch at 1, except switch `off` (−1: none) at 0. */
@@ -1178,7 +1180,8 @@ static void gemm2_pairs(void) {
 
 /* The pair list of the 128-row GEMM1 (fp8moe_sm90_pair_start, as the kernel builds it): for tile lists of
  * experts with 0..5 tiles each, the pairs cover every tile exactly once, a pair's tiles belong to one expert,
- * an expert of n tiles gives ceil(n/2) pairs, and only its last may be single (n odd). */
+ * an expert of n tiles gives ceil(n/2) pairs, only its last may be single (n odd), and the list stays within
+ * fp8moe_sm90_max_pairs. */
 static void pair_lists(void) {
   static int32_t te[512], first[64], covered[512];
   static uint32_t list[512];
@@ -1215,8 +1218,10 @@ static void pair_lists(void) {
       }
     }
     for (int32_t t = 0; t < tiles && ok; ++t) ok = covered[t] == 1;
-    EXPECT(ok, "round %d (E = %d, %d tiles): %d pairs, expected %d, or a tile covered other than once", round,
-           (int)E, (int)tiles, (int)pairs, (int)want_pairs);
+    /* the grids and the pair items' edge bound (fp8moe_sm90_aligned_ok) take this bound for the list's length */
+    ok = ok && pairs <= fp8moe_sm90_max_pairs(tiles, E);
+    EXPECT(ok, "round %d (E = %d, %d tiles): %d pairs, expected %d (at most fp8moe_sm90_max_pairs), or a tile covered "
+           "other than once", round, (int)E, (int)tiles, (int)pairs, (int)want_pairs);
     if (!ok) break;
   }
 }

@@ -137,13 +137,15 @@ __device__ __forceinline__ int32_t exchange_claim(PairAddr sm, uint32_t rank, ui
   return v;
 }
 
-/* Item w's tile (ALT) or pair and its column block (fp8moe_sm90_item_at): ALT with a.aligned_groups through the
- * expert-aligned group edges the consumers built (build_group_edges; docs/GPU.md "Expert-aligned groups"). */
+/* Item w's tile (ALT) or pair and its column block (fp8moe_sm90_item_at): with a.aligned_groups through the
+ * expert-aligned group edges the consumers built, over tiles (ALT, build_group_edges) or over pairs
+ * (build_pair_edges; docs/GPU.md "Expert-aligned groups"). */
 template <bool ALT>
 __device__ __forceinline__ fp8moe_sm90_item pair_item(const fp8moe_gemm1_args& a, PairAddr sm, int32_t w, int32_t pairs,
                                                       int32_t col_blocks) {
-  return fp8moe_sm90_item_at(w, pairs, col_blocks, a.item_order, a.item_group, ALT && a.aligned_groups,
-                             static_cast<const int32_t*>(__cvta_shared_to_generic(sm.group_edges())));
+  return fp8moe_sm90_item_at(w, pairs, col_blocks, a.item_order, a.item_group, a.aligned_groups,
+                             static_cast<const int32_t*>(
+                                 __cvta_shared_to_generic(ALT ? sm.group_edges() : sm.pair_edges())));
 }
 
 /* Producer warpgroup: thread p copies 16-byte chunk p % 8 of rows p / 8 + 16i (i < 8) of the pair's 128 rows
@@ -307,7 +309,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
   setmaxnreg_inc<kConsumerRegs>();
   if (!ALT) {
-    build_pairs(pair_smem_of(smem_raw), a.tile_expert, *a.num_tiles);
+    const int32_t pairs = build_pairs(pair_smem_of(smem_raw), a.tile_expert, *a.num_tiles);
+    if (a.aligned_groups) build_pair_edges(pair_smem_of(smem_raw), a.tile_expert, pairs, a.item_group);
     publish_pairs(pair_smem_of(smem_raw));
   } else if (a.aligned_groups) {
     build_group_edges(pair_smem_of(smem_raw), a.tile_expert, *a.num_tiles, a.item_group);
@@ -530,7 +533,7 @@ using Kernel = void (*)(fp8moe_gemm1_args, CUtensorMap, CUtensorMap);
  * rows' tensor map where a.x_sorted (otherwise unread). */
 template <int SCALE, bool F32 = false>
 cudaError_t launch(const fp8moe_gemm1_args& a, const CUtensorMap& mw, const CUtensorMap& ma, cudaStream_t stream) {
-  const int64_t items = (a.alternate ? a.max_tiles : max_pairs(a.max_tiles, a.E_local)) * (a.I / kBN);
+  const int64_t items = (a.alternate ? a.max_tiles : fp8moe_sm90_max_pairs(a.max_tiles, a.E_local)) * (a.I / kBN);
   if (!a.alternate && a.max_clusters > 0) {
     const int64_t units = (items + 1) / 2;
     const ClusterConfig c(dim3(static_cast<unsigned>(2 * (units < a.max_clusters ? units : a.max_clusters))), stream,
@@ -588,8 +591,10 @@ extern "C" int fp8moe_launch_gemm1_sm90_pairs(const fp8moe_gemm1_args* a, cudaSt
   /* the pair list bounds only where there is a pair list */
   const bool list_fits = a->max_tiles <= FP8MOE_GEMM1_PAIR_MAX_TILES && a->E_local <= FP8MOE_GEMM1_PAIR_MAX_EXPERTS;
   if (!gather_args_ok(a) || (!a->alternate && !list_fits)) return cudaErrorInvalidValue;
-  if (a->aligned_groups && (!a->alternate || a->max_tiles > kAlignedMaxTiles ||
-                            !fp8moe_sm90_aligned_ok(a->item_order, a->max_clusters, a->max_tiles, a->item_group)))
+  /* the edges' units: tiles (alternating items; their bitmap shares pair_first's bytes) or pairs */
+  const int64_t units = a->alternate ? a->max_tiles : fp8moe_sm90_max_pairs(a->max_tiles, a->E_local);
+  if (a->aligned_groups && ((a->alternate && a->max_tiles > kAlignedMaxTiles) ||
+                            !fp8moe_sm90_aligned_ok(a->item_order, a->max_clusters, units, a->item_group)))
     return cudaErrorInvalidValue;
   if (!fp8moe_sm90_order_ok(a->item_order, a->item_group, a->max_tiles, a->I / kBN)) return cudaErrorInvalidValue;
   CUtensorMap mw;

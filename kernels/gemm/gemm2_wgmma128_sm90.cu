@@ -127,7 +127,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 
 template <int SCALE, bool F32 = false>
 cudaError_t launch(const fp8moe_gemm2_args& a, const CUtensorMap& ma, const CUtensorMap& mw, cudaStream_t stream) {
-  const int64_t items = max_pairs(a.max_tiles, a.E_local) * (a.H / kGemm2Cols);
+  const int64_t items = fp8moe_sm90_max_pairs(a.max_tiles, a.E_local) * (a.H / kGemm2Cols);
   const int64_t ctas_max = a.max_ctas / FP8MOE_GEMM2_CTAS_PER_SM; /* one CTA per SM here */
   gemm2_wgmma128_kernel<SCALE, F32>
       <<<dim3(static_cast<unsigned>(items < ctas_max ? items : ctas_max)), kThreads, kPairSmemBytes, stream>>>(a, ma, mw);

@@ -59,14 +59,21 @@ FP8MOE_ITEMS_FN fp8moe_sm90_item fp8moe_sm90_item_of(int32_t w, int32_t tiles, i
 FP8MOE_ITEMS_FN int fp8moe_sm90_aligned_fits(int64_t max_tiles, int32_t group) {
   return group >= 1 && (max_tiles + group - 1) / group + 1 <= FP8MOE_SM90_MAX_GROUP_EDGES;
 }
+/* The most pairs of a layout of max_tiles tiles over e_local experts (the 128-row GEMM1's items, sm90_pairs.cuh):
+ * Σ_e ceil(n_e / 2) ≤ (max_tiles + e_local) / 2 and never more than the tiles. The launchers size their grids by it
+ * and the host bounds the pair items' group edges by it (fp8moe_sm90_aligned_ok). */
+FP8MOE_ITEMS_FN int64_t fp8moe_sm90_max_pairs(int64_t max_tiles, int64_t e_local) {
+  const int64_t half = (max_tiles + e_local + 1) / 2;
+  return half < max_tiles ? half : max_tiles;
+}
 /* Where the expert-aligned groups can run: the grouped order on one CTA per item (the cluster kernels pair
  * consecutive items and keep plain edges) with the edges fitting the table. The host sets aligned_groups only
  * where this holds; the launchers refuse aligned_groups where it does not. */
 FP8MOE_ITEMS_FN int fp8moe_sm90_aligned_ok(int32_t order, int32_t max_clusters, int64_t max_tiles, int32_t group) {
   return order == FP8MOE_SM90_ORDER_GROUPED && max_clusters == 0 && fp8moe_sm90_aligned_fits(max_tiles, group);
 }
-/* GROUPED with expert-aligned edges (the 64-row GEMM2 and GEMM1's alternating items, a.aligned_groups; docs/GPU.md
- * "Expert-aligned groups"): group
+/* GROUPED with expert-aligned edges (the 64-row GEMM2 and the 128-row GEMM1's items, a.aligned_groups; docs/GPU.md
+ * "Expert-aligned groups"; the pair items' units are pairs in place of tiles): group
  * g ≥ 1 starts at the first expert's first tile within [g·group, g·group + group/2], or at g·group when no expert
  * starts there (an expert of more tiles than that slack is cut, as in plain GROUPED), so an expert's tiles share a
  * group and its B slices are read once, where a plain edge cuts one expert in about (tiles per expert − 1) / tiles

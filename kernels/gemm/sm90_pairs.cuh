@@ -50,6 +50,10 @@ struct PairSmem {
   uint64_t claim_full;
   uint64_t claim_empty;
   int32_t peer_claim;
+  /* GEMM1's pair items with expert-aligned groups (a.aligned_groups; build_pair_edges): the edges over pairs and the
+   * bitmap of the pairs that start an expert (one bit per pair and one past the last) */
+  int32_t pair_edges[FP8MOE_SM90_MAX_GROUP_EDGES];
+  uint32_t pair_bits[FP8MOE_GEMM1_PAIR_MAX_TILES / 32 + 1];
 };
 constexpr size_t kPairSmemBytes = sizeof(PairSmem) + 1024; /* + slack to align the dynamic buffer to 1024 */
 /* GEMM1's alternating items keep no pair list: with expert-aligned groups (a.aligned_groups) pair_first holds the
@@ -59,13 +63,6 @@ constexpr uint32_t kAlignedBitsOffset = 4u * FP8MOE_SM90_MAX_GROUP_EDGES;
 constexpr int64_t kAlignedMaxTiles = 32 * ((sizeof(PairSmem::pair_first) - kAlignedBitsOffset) / 4u) - 1;
 static_assert(kAlignedMaxTiles >= 1023 * 64, "the bitmap holds the edge bound's tiles with groups of 64 (the cap)");
 static_assert(kPairSmemBytes <= 227u * 1024u, "within Hopper's 227 KB of dynamic shared memory per block");
-
-/* Host: the most pairs of a layout of max_tiles tiles over E_local experts, Σ_e ceil(n_e / 2) ≤
- * (max_tiles + E_local) / 2 and never more than the tiles: the launchers size their grids by it. */
-inline int64_t max_pairs(int64_t max_tiles, int64_t e_local) {
-  const int64_t half = (max_tiles + e_local + 1) / 2;
-  return half < max_tiles ? half : max_tiles;
-}
 
 #if FP8MOE_SM90A
 constexpr uint32_t kPairTwo = FP8MOE_SM90_PAIR_TWO; /* pair_first bit: the pair has a second tile */
@@ -128,6 +125,9 @@ struct PairAddr {
   __device__ __forceinline__ uint32_t group_edges() const { /* alternating items: in pair_first's bytes */
     return base + static_cast<uint32_t>(offsetof(PairSmem, pair_first));
   }
+  __device__ __forceinline__ uint32_t pair_edges() const { /* pair items: build_pair_edges */
+    return base + static_cast<uint32_t>(offsetof(PairSmem, pair_edges));
+  }
   __device__ __forceinline__ uint32_t pair_first(int32_t pair) const { /* an entry, ld.shared.u16 */
     uint16_t v;
     asm volatile("ld.shared.u16 %0, [%1];\n"
@@ -181,10 +181,10 @@ __device__ __forceinline__ void init_pair_barriers(uint8_t* raw, uint32_t full_c
 
 /* The 256 consumer threads (after setmaxnreg, so this runs in their registers; ptxas budgets code before the
  * warpgroups' split at the producers' 40): the pair list of the first `tiles` tiles into sm.pair_first, in
- * tile order, and its length into sm.num_pairs. tile_expert is non-decreasing (permute.cu: experts in order,
+ * tile order, and its length into sm.num_pairs (and returned). tile_expert is non-decreasing (permute.cu: experts in order,
  * each padded to whole tiles), so tile t starts a pair when t − (its expert's first tile) is even. The
  * caller then publishes the list (publish_pairs). */
-__device__ __forceinline__ void build_pairs(PairSmem& sm, const int32_t* tile_expert, int32_t tiles) {
+__device__ __forceinline__ int32_t build_pairs(PairSmem& sm, const int32_t* tile_expert, int32_t tiles) {
   const int ct = static_cast<int>(threadIdx.x) - 128, warp = ct / 32;
   for (int32_t t = ct; t < tiles; t += kConsumers) {
     const int32_t e = tile_expert[t];
@@ -202,6 +202,7 @@ __device__ __forceinline__ void build_pairs(PairSmem& sm, const int32_t* tile_ex
                                       [] { consumer_sync(); });
   }
   if (ct == 0) sm.num_pairs = base;
+  return base; /* the same in every consumer thread */
 }
 
 /* The alternating items' expert-aligned group edges (a.aligned_groups; group_edges.cuh), by the 256 consumer threads
@@ -212,6 +213,18 @@ __device__ __forceinline__ void build_group_edges(PairSmem& sm, const int32_t* t
   uint32_t* const bytes = reinterpret_cast<uint32_t*>(sm.pair_first);
   fp8moe::build_group_edges<kConsumers>(reinterpret_cast<int32_t*>(bytes), bytes + kAlignedBitsOffset / 4u, tile_expert,
                                         tiles, group, static_cast<int32_t>(threadIdx.x) - 128, [] { consumer_sync(); });
+}
+
+/* The pair items' expert-aligned group edges (a.aligned_groups; group_edges.cuh over pairs in place of tiles), by the
+ * 256 consumer threads after build_pairs (pairs: its return) and before publish_pairs: pair p starts an expert where
+ * its first tile's expert differs from pair p − 1's. build_pairs' last ordered_append ends on the consumers' barrier,
+ * so the list is complete here (num_pairs is not yet published: hence the count by argument). */
+__device__ __forceinline__ void build_pair_edges(PairSmem& sm, const int32_t* tile_expert, int32_t pairs,
+                                                 int32_t group) {
+  auto first_tile = [&](int32_t p) { return static_cast<int32_t>(sm.pair_first[p] & (kPairTwo - 1u)); };
+  fp8moe::build_group_edges_by<kConsumers>(
+      sm.pair_edges, sm.pair_bits, pairs, group, static_cast<int32_t>(threadIdx.x) - 128, [] { consumer_sync(); },
+      [&](int32_t p) { return tile_expert[first_tile(p)] != tile_expert[first_tile(p - 1)]; });
 }
 
 /* After build_pairs, by every consumer thread: the list to the other consumers (their barrier) and to the

@@ -140,6 +140,7 @@ static int32_t cuda_create(struct fp8moe_context* ctx, const fp8moe_context_args
   impl->gemm2_group = sm90.gemm2_group;
   impl->gemm2_aligned = sm90.gemm2_aligned;
   impl->gemm1_aligned = sm90.gemm1_aligned;
+  impl->gemm1_pair_aligned = sm90.gemm1_pair_aligned;
   impl->gemm1_sparse_group = sm90.gemm1_sparse_group;
   impl->gemm2_sparse_group = sm90.gemm2_sparse_group;
   impl->stream_handoff = sm90.stream_handoff;

@@ -38,6 +38,7 @@ typedef struct fp8moe_cuda_impl {
   int32_t gemm2_group;        /* the same: the 64-row GEMM2's own group rule where it holds (0: GEMM1's) */
   int32_t gemm2_aligned;      /* the same: the 64-row GEMM2's expert-aligned group edges */
   int32_t gemm1_aligned;      /* the same: GEMM1's alternating items' expert-aligned group edges */
+  int32_t gemm1_pair_aligned; /* the same: the pair items' expert-aligned group edges */
   int32_t gemm1_sparse_group; /* the same: GEMM1's alternating items' own group rule below a tile per expert */
   int32_t gemm2_sparse_group; /* the same: the 64-row GEMM2's sparse group rule below a tile per expert */
   int32_t gemm1_claim;        /* the same: the pair kernel's CTAs claim items in order (docs/GPU.md "Claimed items") */

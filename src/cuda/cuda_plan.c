@@ -204,7 +204,7 @@ int fp8moe_cuda_plan_stream_workspace(int32_t cc, const fp8moe_problem* p) {
 /* The pair items' A from expert-sorted rows where fp8moe_cuda_plan_sorted_x says so (docs/GPU.md "Expert-sorted
  * activations"). */
 static const fp8moe_sm90_variant k_sm90_default = {FP8MOE_SM90_LOOP_OVERLAP, FP8MOE_SM90_ORDER_GROUPED,
-                                                   FP8MOE_SM90_ORDER_GROUPED, 0, 0, 1, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1, 1};
+                                                   FP8MOE_SM90_ORDER_GROUPED, 0, 0, 1, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1};
 
 fp8moe_sm90_variant fp8moe_cuda_plan_context_sm90_variant(void) {
   fp8moe_sm90_variant v = k_sm90_default;
@@ -231,6 +231,7 @@ fp8moe_sm90_variant fp8moe_cuda_plan_context_sm90_variant(void) {
   if (strchr(sw, '5') != NULL) v.gemm2_group = 0;
   if (strchr(sw, '6') != NULL) v.gemm2_aligned = 0;
   if (strchr(sw, '9') != NULL) v.gemm1_aligned = 0;
+  if (strchr(sw, 'A') != NULL) v.gemm1_pair_aligned = 0;
   if (strchr(sw, '4') != NULL) v.gemm1_sparse_group = 0;
   if (strchr(sw, '0') != NULL) v.gemm2_sparse_group = 0;
   return v;

@@ -106,6 +106,8 @@ typedef struct fp8moe_sm90_variant {
   int32_t gemm2_aligned;   /* 1: the 64-row GEMM2's group edges moved to experts' first tiles where its grouped order
                               runs and the edges fit; 0 ("6"): plain groups (docs/GPU.md "Expert-aligned groups") */
   int32_t gemm1_aligned;   /* the same for GEMM1's alternating 64-row items; 0 ("9"): plain groups */
+  int32_t gemm1_pair_aligned; /* the same for the 128-row GEMM1's pair items, edges at experts' first pairs where
+                                 its one-CTA kernel runs and the edges fit; 0 ("A"): plain groups */
   int32_t gemm1_sparse_group; /* 1: GEMM1's alternating items below one tile per expert by their own group rule;
                                  0 ("4"): GEMM1's rule (docs/GPU.md "GEMM1's groups below a tile per expert") */
   int32_t gemm2_sparse_group; /* 1: the 64-row GEMM2 below one tile per expert by its sparse rule; 0 ("0"): its own */
@@ -121,7 +123,8 @@ typedef struct fp8moe_sm90_variant {
  * 2-CTA clusters ("n" wins over it), "3" the stream GEMMs without the expert-aligned split, "7" the pair items' A
  * from expert-sorted rows by TMA wherever they can, "8" never (wins over "7"), "5" the 64-row GEMM2's groups by
  * GEMM1's rule, "6" its groups without expert-aligned edges, "9" GEMM1's alternating items' groups without them,
- * "4" those items' groups by GEMM1's rule at every size, "0" the 64-row GEMM2's own rule below a tile per expert too.
+ * "4" those items' groups by GEMM1's rule at every size, "0" the 64-row GEMM2's own rule below a tile per expert too,
+ * "A" the 128-row GEMM1's pair items' groups without expert-aligned edges.
  * Letters of the other switches ("1", "2", "d", "k", "j", "p", "c", "s") leave it. */
 fp8moe_sm90_variant fp8moe_cuda_plan_context_sm90_variant(void);
 

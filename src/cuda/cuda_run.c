@@ -349,6 +349,10 @@ static int32_t experts(const fp8moe_cuda_impl* impl, const fp8moe_problem* p, co
     /* the grouped order walks pairs of tiles; a cluster takes two consecutive ones */
     g->item_group = g->max_clusters > 0 ? fp8moe_cuda_plan_sm90_cluster_pair_group(p->H)
                                         : fp8moe_cuda_plan_sm90_pair_group(p->H);
+    /* over pairs, the one-CTA kernel only (docs/GPU.md "Expert-aligned groups") */
+    g->aligned_groups = impl->gemm1_pair_aligned &&
+                        fp8moe_sm90_aligned_ok(g->item_order, g->max_clusters,
+                                               fp8moe_sm90_max_pairs(g->max_tiles, g->E_local), g->item_group);
     e1 = fp8moe_launch_gemm1_sm90_pairs(g, s);
   }
   else e1 = fp8moe_launch_gemm1(g, s);
