@@ -24,8 +24,9 @@ int bench_launch_fill_f32(float* p, size_t n, float v, cudaStream_t s);
 
 /* ---- bench_roofline.c ---- */
 /* Measures read and copy bandwidth and the cuBLASLt FP8 rates (8192³ and each selected case's GEMM1
- * shape). Returns 0, or -1 with err set on a device error (a missing cuBLASLt is a note, not an error). */
-int bench_measure_rooflines(bench_rooflines* r, uint32_t case_mask, char* err, size_t err_size);
+ * shape), each after warmup_ms of device time running it (the points' --warmup-ms: the same sustained clocks).
+ * Returns 0, or -1 with err set on a device error (a missing cuBLASLt is a note, not an error). */
+int bench_measure_rooflines(bench_rooflines* r, uint32_t case_mask, int warmup_ms, char* err, size_t err_size);
 /* docs/PERFORMANCE.md's readings, for --no-rooflines. */
 void bench_default_rooflines(bench_rooflines* r);
 

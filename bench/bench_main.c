@@ -604,15 +604,16 @@ int main(int argc, char** argv) {
            b.run.ab_env_set ? "=" : " unset", b.run.ab_env);
   }
   if (b.args.rooflines) {
-    if (bench_measure_rooflines(&b.run.roof, b.args.case_mask, err, sizeof err) != 0) {
+    if (bench_measure_rooflines(&b.run.roof, b.args.case_mask, b.args.warmup_ms, err, sizeof err) != 0) {
       fprintf(stderr, "fp8moe-bench: %s\n", err);
       return 3;
     }
   } else {
     bench_default_rooflines(&b.run.roof);
   }
-  printf("rooflines (%.1f s): read %.0f GB/s, copy %.0f GB/s, FP8 8192^3 %.0f TFLOP/s per-tensor, %.0f block\n",
-         since(&b.t0), b.run.roof.read_gbs, b.run.roof.copy_gbs, b.run.roof.dense.tensor_tflops,
+  printf("rooflines (%.1f s, each after %d ms of warm-up): read %.0f GB/s, copy %.0f GB/s, FP8 8192^3 %.0f TFLOP/s "
+         "per-tensor, %.0f block\n",
+         since(&b.t0), b.run.roof.warmup_ms, b.run.roof.read_gbs, b.run.roof.copy_gbs, b.run.roof.dense.tensor_tflops,
          b.run.roof.dense.block_tflops);
   /* A pair is two replays: the timer holds events for 2 · replays with B. */
   if (bench_timer_init(&b.timer, b.args.flush_bytes, b.n_plugins * b.args.replays) != 0) {

@@ -34,6 +34,7 @@ void bench_write_rooflines_markdown(FILE* f, const bench_run* run) {
   else
     fprintf(f, "| HBM streaming read | %.0f GB/s (not measured: docs/PERFORMANCE.md's reading) |\n", r->read_gbs);
   fprintf(f, "| device-to-device copy (read + write) | %.0f GB/s |\n", r->copy_gbs);
+  if (r->measured) fprintf(f, "| warm-up before each ceiling (as the points') | %d ms of device time |\n", r->warmup_ms);
   fprintf(f, "| cuBLASLt FP8 8192³, per-tensor | %.0f TFLOP/s |\n", r->dense.tensor_tflops);
   fprintf(f, "| cuBLASLt FP8 8192³, 1×128 · 128×128 blocks | %.0f TFLOP/s |\n", r->dense.block_tflops);
   for (size_t i = 0; i < bench_case_count(); ++i) {
@@ -210,6 +211,7 @@ int bench_write_json(FILE* f, const bench_run* run) {
   jnum(f, r->read_bytes);
   fputs(",\"copy_gbs\":", f);
   jnum(f, r->copy_gbs);
+  fprintf(f, ",\"warmup_ms\":%d", r->warmup_ms);
   fputs(",\"dense_8192\":", f);
   jgemm(f, &r->dense);
   fputs(",\"gemm_note\":", f);

@@ -21,6 +21,7 @@ typedef struct bench_rooflines {
   double read_gbs;        /* HBM streaming read, own kernel */
   double copy_gbs;        /* device-to-device copy, read + write bytes */
   double read_bytes;      /* size of the read test */
+  int warmup_ms;          /* device time each ceiling ran before it was timed (0: boost clocks, or not measured) */
   bench_gemm_rate dense;  /* 8192³ */
   bench_gemm_rate per_case[BENCH_MAX_CASES]; /* m = 8192 tokens, n = 2I, k = H of the case's model */
   char gemm_note[160];    /* why a cuBLASLt rate is missing, when one is */

@@ -29,14 +29,34 @@ void bench_default_rooflines(bench_rooflines* r) {
   snprintf(r->gemm_note, sizeof r->gemm_note, "not measured (--no-rooflines): docs/PERFORMANCE.md's H200 readings");
 }
 
-/* Median time in ms of REPS runs of what fn enqueues, after 2 untimed runs. */
+/* Median time in ms of REPS runs of what fn enqueues, after 2 untimed runs and then more, in batches sized from the
+ * measured run time, until warmup_ms of device time are behind. Every point is timed after the same warm-up, in the
+ * sustained state a loaded GPU reaches within tens of milliseconds (its power cap lowers the SM clock: docs/
+ * PERFORMANCE.md "Protocol"), so its ceilings are measured in that state too; ten back-to-back runs alone read the
+ * boost clocks. */
 typedef int (*enqueue_fn)(void* ctx, cudaStream_t s);
-static int time_ms(enqueue_fn fn, void* ctx, cudaStream_t s, double* ms_out) {
+static int warm_up(enqueue_fn fn, void* ctx, cudaStream_t s, int warmup_ms, cudaEvent_t e0, cudaEvent_t e1) {
+  double spent_ms = 0;
+  for (int batch = 2; batch > 0;) {
+    if (cudaEventRecord(e0, s) != cudaSuccess) return -1;
+    for (int i = 0; i < batch; ++i)
+      if (fn(ctx, s) != 0) return -1;
+    float ms = 0;
+    if (cudaEventRecord(e1, s) != cudaSuccess || cudaEventSynchronize(e1) != cudaSuccess ||
+        cudaEventElapsedTime(&ms, e0, e1) != cudaSuccess)
+      return -1;
+    spent_ms += ms;
+    const double per_ms = ms > 0 ? ms / batch : 1e-3, left_ms = warmup_ms - spent_ms;
+    const double more = left_ms > 0 ? left_ms / per_ms + 1 : 0;
+    batch = more > 100000 ? 100000 : (int)more;
+  }
+  return 0;
+}
+static int time_ms(enqueue_fn fn, void* ctx, cudaStream_t s, int warmup_ms, double* ms_out) {
   cudaEvent_t e[2 * REPS];
   double ms[REPS];
-  int rc = 0;
   for (int i = 0; i < 2 * REPS; ++i) cudaEventCreate(&e[i]);
-  for (int i = 0; i < 2 && rc == 0; ++i) rc = fn(ctx, s);
+  int rc = warm_up(fn, ctx, s, warmup_ms, e[0], e[1]);
   for (int i = 0; i < REPS && rc == 0; ++i) {
     cudaEventRecord(e[2 * i], s);
     rc = fn(ctx, s);
@@ -151,7 +171,7 @@ static int enqueue_gemm(void* c, cudaStream_t s) {
 }
 
 /* TFLOP/s of one GEMM shape, or ≤ 0 when cuBLASLt offers no algorithm for it (block: 1×128 · 128×128). */
-static double gemm_tflops(lt_api* lt, int64_t m, int64_t n, int64_t k, int block, cudaStream_t s) {
+static double gemm_tflops(lt_api* lt, int64_t m, int64_t n, int64_t k, int block, int warmup_ms, cudaStream_t s) {
   gemm_ctx g;
   memset(&g, 0, sizeof g);
   g.lt = lt;
@@ -194,7 +214,7 @@ static double gemm_tflops(lt_api* lt, int64_t m, int64_t n, int64_t k, int block
     lt->pref_destroy(pref);
   }
   double ms = 0;
-  if (found > 0 && time_ms(enqueue_gemm, &g, s, &ms) == 0 && ms > 0) result = 2.0 * (double)m * (double)n * (double)k / (ms * 1e-3) / 1e12;
+  if (found > 0 && time_ms(enqueue_gemm, &g, s, warmup_ms, &ms) == 0 && ms > 0) result = 2.0 * (double)m * (double)n * (double)k / (ms * 1e-3) / 1e12;
 done:
   if (g.desc) lt->desc_destroy(g.desc);
   if (g.la) lt->layout_destroy(g.la);
@@ -210,9 +230,10 @@ done:
   return result;
 }
 
-int bench_measure_rooflines(bench_rooflines* r, uint32_t case_mask, char* err, size_t n) {
+int bench_measure_rooflines(bench_rooflines* r, uint32_t case_mask, int warmup_ms, char* err, size_t n) {
   memset(r, 0, sizeof *r);
   r->measured = 1;
+  r->warmup_ms = warmup_ms;
   r->read_bytes = (double)READ_BYTES;
   cudaStream_t s;
   if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess) {
@@ -224,7 +245,7 @@ int bench_measure_rooflines(bench_rooflines* r, uint32_t case_mask, char* err, s
   read_ctx rc = {NULL, NULL, 2 * (sms > 0 ? sms : 132)};
   double ms = 0;
   if (cudaMalloc(&rc.buf, READ_BYTES) != cudaSuccess || cudaMalloc((void**)&rc.sink, 8) != cudaSuccess ||
-      cudaMemsetAsync(rc.buf, 0x5A, READ_BYTES, s) != cudaSuccess || time_ms(enqueue_read, &rc, s, &ms) != 0) {
+      cudaMemsetAsync(rc.buf, 0x5A, READ_BYTES, s) != cudaSuccess || time_ms(enqueue_read, &rc, s, warmup_ms, &ms) != 0) {
     snprintf(err, n, "read roofline: %s", cudaGetErrorString(cudaGetLastError()));
     cudaFree(rc.buf);
     cudaFree(rc.sink);
@@ -232,15 +253,15 @@ int bench_measure_rooflines(bench_rooflines* r, uint32_t case_mask, char* err, s
     return -1;
   }
   r->read_gbs = (double)READ_BYTES / (ms * 1e-3) / 1e9;
-  if (time_ms(enqueue_copy, &rc, s, &ms) == 0) r->copy_gbs = (double)READ_BYTES / (ms * 1e-3) / 1e9; /* read + write */
+  if (time_ms(enqueue_copy, &rc, s, warmup_ms, &ms) == 0) r->copy_gbs = (double)READ_BYTES / (ms * 1e-3) / 1e9; /* read + write */
   cudaFree(rc.buf);
   cudaFree(rc.sink);
 
   lt_api lt;
   if (lt_open(&lt, r->gemm_note, sizeof r->gemm_note) == 0) {
     r->dense.m = r->dense.n = r->dense.k = 8192;
-    r->dense.tensor_tflops = gemm_tflops(&lt, 8192, 8192, 8192, 0, s);
-    r->dense.block_tflops = gemm_tflops(&lt, 8192, 8192, 8192, 1, s);
+    r->dense.tensor_tflops = gemm_tflops(&lt, 8192, 8192, 8192, 0, warmup_ms, s);
+    r->dense.block_tflops = gemm_tflops(&lt, 8192, 8192, 8192, 1, warmup_ms, s);
     for (size_t i = 0; i < bench_case_count(); ++i) {
       if (!(case_mask & (1u << i))) continue;
       const bench_case* c = bench_case_at(i);
@@ -251,8 +272,8 @@ int bench_measure_rooflines(bench_rooflines* r, uint32_t case_mask, char* err, s
       /* Cases of one model share the shape: measure it once. */
       for (size_t j = 0; j < i; ++j)
         if (r->per_case[j].m && bench_case_at(j)->model == c->model) *g = r->per_case[j];
-      if (g->tensor_tflops == 0) g->tensor_tflops = gemm_tflops(&lt, g->m, g->n, g->k, 0, s);
-      if (g->block_tflops == 0) g->block_tflops = gemm_tflops(&lt, g->m, g->n, g->k, 1, s);
+      if (g->tensor_tflops == 0) g->tensor_tflops = gemm_tflops(&lt, g->m, g->n, g->k, 0, warmup_ms, s);
+      if (g->block_tflops == 0) g->block_tflops = gemm_tflops(&lt, g->m, g->n, g->k, 1, warmup_ms, s);
     }
     if (r->dense.block_tflops <= 0)
       snprintf(r->gemm_note, sizeof r->gemm_note,
