@@ -18,7 +18,8 @@
  * GEMM2). The pair list is built by every CTA at start in shared memory from the device's num_tiles and tile_expert
  * (graph-capturable, no extra launch): the first tile of each expert, then the tiles at an even distance from
  * it, in tile order (bit 15 of an entry: the pair has a second tile). Items = pairs × column blocks, walked in
- * the grouped order of sm90_items.h with pairs in place of tiles. Limits: max_tiles ≤
+ * the grouped order of sm90_items.h with pairs in place of tiles (a.aligned_groups: its edges at experts' first
+ * pairs, built after the list; docs/GPU.md "Expert-aligned groups"). Limits: max_tiles ≤
  * FP8MOE_GEMM1_PAIR_MAX_TILES, E_local ≤ FP8MOE_GEMM1_PAIR_MAX_EXPERTS (the plan's needs; the launcher refuses
  * beyond them).
  *
