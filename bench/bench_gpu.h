@@ -31,6 +31,13 @@ int bench_measure_rooflines(bench_rooflines* r, uint32_t case_mask, int warmup_m
 void bench_default_rooflines(bench_rooflines* r);
 
 /* ---- bench_graph.c ---- */
+/* Queues run i (0, 1, …) of what is being warmed up on s; 0 on success. */
+typedef int (*bench_enqueue_fn)(void* ctx, int i, cudaStream_t s);
+/* Runs fn `first` times (at least once), then in batches sized from the measured run time until warmup_ms of
+ * device time are behind (docs/PERFORMANCE.md "Protocol": the sustained clocks), timing each batch between e0
+ * and e1. The graph replays and the ceilings (bench_roofline.c) both warm up through it. Returns 0 or -1. */
+int bench_warm_up(bench_enqueue_fn fn, void* ctx, cudaStream_t s, int first, int warmup_ms, cudaEvent_t e0,
+                  cudaEvent_t e1);
 typedef struct bench_timer {
   cudaStream_t stream;
   void* flush;          /* device buffer memset between replays */

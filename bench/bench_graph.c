@@ -41,18 +41,19 @@ static int flushed_replay(bench_timer* t, cudaGraphExec_t exec, int i) {
 
 /* Warm-up until the clocks have settled: under sustained load the H200 leaves its boost state after a few
  * tens of milliseconds, and a point timed across that step is bimodal (docs/PERFORMANCE.md, run-to-run
- * spread). `warmup` replays first, then batches sized from the measured replay time until warmup_ms of
- * device time are behind. */
-static int warm_up(bench_timer* t, cudaGraphExec_t exec, int warmup, int warmup_ms) {
+ * spread). `first` runs first, then batches sized from the measured run time until warmup_ms of device time are
+ * behind. */
+int bench_warm_up(bench_enqueue_fn fn, void* ctx, cudaStream_t s, int first, int warmup_ms, cudaEvent_t e0,
+                  cudaEvent_t e1) {
   double spent_ms = 0;
   int done = 0;
-  for (int batch = warmup > 0 ? warmup : 1; batch > 0;) {
-    if (cudaEventRecord(t->ev[0], t->stream) != cudaSuccess) return -1;
+  for (int batch = first > 0 ? first : 1; batch > 0;) {
+    if (cudaEventRecord(e0, s) != cudaSuccess) return -1;
     for (int i = 0; i < batch; ++i)
-      if (flushed_replay(t, exec, done + i) != 0) return -1;
+      if (fn(ctx, done + i, s) != 0) return -1;
     float ms = 0;
-    if (cudaEventRecord(t->ev[1], t->stream) != cudaSuccess || cudaEventSynchronize(t->ev[1]) != cudaSuccess ||
-        cudaEventElapsedTime(&ms, t->ev[0], t->ev[1]) != cudaSuccess)
+    if (cudaEventRecord(e1, s) != cudaSuccess || cudaEventSynchronize(e1) != cudaSuccess ||
+        cudaEventElapsedTime(&ms, e0, e1) != cudaSuccess)
       return -1;
     spent_ms += ms;
     done += batch;
@@ -61,6 +62,21 @@ static int warm_up(bench_timer* t, cudaGraphExec_t exec, int warmup, int warmup_
     batch = more > 100000 ? 100000 : (int)more;
   }
   return 0;
+}
+
+/* The graph's warm-up: `warmup` flushed replays, then bench_warm_up's batches. */
+typedef struct replay_ctx {
+  bench_timer* t;
+  cudaGraphExec_t exec;
+} replay_ctx;
+static int enqueue_replay(void* c, int i, cudaStream_t s) {
+  (void)s; /* the timer's stream */
+  const replay_ctx* r = c;
+  return flushed_replay(r->t, r->exec, i);
+}
+static int warm_up(bench_timer* t, cudaGraphExec_t exec, int warmup, int warmup_ms) {
+  replay_ctx r = {t, exec};
+  return bench_warm_up(enqueue_replay, &r, t->stream, warmup, warmup_ms, t->ev[0], t->ev[1]);
 }
 
 int bench_time_graph(bench_timer* t, cudaGraphExec_t exec, int warmup, int warmup_ms, int n, double* us) {

@@ -29,37 +29,18 @@ void bench_default_rooflines(bench_rooflines* r) {
   snprintf(r->gemm_note, sizeof r->gemm_note, "not measured (--no-rooflines): docs/PERFORMANCE.md's H200 readings");
 }
 
-/* Median time in ms of REPS runs of what fn enqueues, after 2 untimed runs and then more, in batches sized from the
- * measured run time, until warmup_ms of device time are behind. Every point is timed after the same warm-up, in the
- * sustained state a loaded GPU reaches within tens of milliseconds (its power cap lowers the SM clock: docs/
- * PERFORMANCE.md "Protocol"), so its ceilings are measured in that state too; ten back-to-back runs alone read the
- * boost clocks. */
-typedef int (*enqueue_fn)(void* ctx, cudaStream_t s);
-static int warm_up(enqueue_fn fn, void* ctx, cudaStream_t s, int warmup_ms, cudaEvent_t e0, cudaEvent_t e1) {
-  double spent_ms = 0;
-  for (int batch = 2; batch > 0;) {
-    if (cudaEventRecord(e0, s) != cudaSuccess) return -1;
-    for (int i = 0; i < batch; ++i)
-      if (fn(ctx, s) != 0) return -1;
-    float ms = 0;
-    if (cudaEventRecord(e1, s) != cudaSuccess || cudaEventSynchronize(e1) != cudaSuccess ||
-        cudaEventElapsedTime(&ms, e0, e1) != cudaSuccess)
-      return -1;
-    spent_ms += ms;
-    const double per_ms = ms > 0 ? ms / batch : 1e-3, left_ms = warmup_ms - spent_ms;
-    const double more = left_ms > 0 ? left_ms / per_ms + 1 : 0;
-    batch = more > 100000 ? 100000 : (int)more;
-  }
-  return 0;
-}
-static int time_ms(enqueue_fn fn, void* ctx, cudaStream_t s, int warmup_ms, double* ms_out) {
+/* Median time in ms of REPS runs of what fn enqueues, after bench_warm_up's warm-up (2 runs, then more until
+ * warmup_ms of device time are behind). Every point is timed after the same warm-up, in the sustained state a loaded
+ * GPU reaches within tens of milliseconds (its power cap lowers the SM clock: docs/PERFORMANCE.md "Protocol"), so its
+ * ceilings are measured in that state too; ten back-to-back runs alone read the boost clocks. */
+static int time_ms(bench_enqueue_fn fn, void* ctx, cudaStream_t s, int warmup_ms, double* ms_out) {
   cudaEvent_t e[2 * REPS];
   double ms[REPS];
   for (int i = 0; i < 2 * REPS; ++i) cudaEventCreate(&e[i]);
-  int rc = warm_up(fn, ctx, s, warmup_ms, e[0], e[1]);
+  int rc = bench_warm_up(fn, ctx, s, 2, warmup_ms, e[0], e[1]);
   for (int i = 0; i < REPS && rc == 0; ++i) {
     cudaEventRecord(e[2 * i], s);
-    rc = fn(ctx, s);
+    rc = fn(ctx, i, s);
     cudaEventRecord(e[2 * i + 1], s);
   }
   if (rc == 0 && cudaStreamSynchronize(s) != cudaSuccess) rc = -1;
@@ -78,11 +59,13 @@ typedef struct read_ctx {
   unsigned long long* sink;
   int blocks;
 } read_ctx;
-static int enqueue_read(void* c, cudaStream_t s) {
+static int enqueue_read(void* c, int i, cudaStream_t s) {
+  (void)i;
   read_ctx* r = c;
   return bench_launch_read(r->buf, READ_BYTES, r->sink, r->blocks, s);
 }
-static int enqueue_copy(void* c, cudaStream_t s) {
+static int enqueue_copy(void* c, int i, cudaStream_t s) {
+  (void)i;
   read_ctx* r = c;
   return cudaMemcpyAsync((char*)r->buf + READ_BYTES / 2, r->buf, READ_BYTES / 2, cudaMemcpyDeviceToDevice, s);
 }
@@ -161,7 +144,8 @@ typedef struct gemm_ctx {
   size_t ws_size;
 } gemm_ctx;
 
-static int enqueue_gemm(void* c, cudaStream_t s) {
+static int enqueue_gemm(void* c, int i, cudaStream_t s) {
+  (void)i;
   gemm_ctx* g = c;
   const float alpha = 1.0f, beta = 0.0f;
   return g->lt->matmul(g->lt->h, g->desc, &alpha, g->a, g->la, g->b, g->lb, &beta, g->d, g->ld, g->d, g->ld,
@@ -214,7 +198,8 @@ static double gemm_tflops(lt_api* lt, int64_t m, int64_t n, int64_t k, int block
     lt->pref_destroy(pref);
   }
   double ms = 0;
-  if (found > 0 && time_ms(enqueue_gemm, &g, s, warmup_ms, &ms) == 0 && ms > 0) result = 2.0 * (double)m * (double)n * (double)k / (ms * 1e-3) / 1e12;
+  if (found > 0 && time_ms(enqueue_gemm, &g, s, warmup_ms, &ms) == 0 && ms > 0)
+    result = 2.0 * (double)m * (double)n * (double)k / (ms * 1e-3) / 1e12;
 done:
   if (g.desc) lt->desc_destroy(g.desc);
   if (g.la) lt->layout_destroy(g.la);
@@ -245,7 +230,8 @@ int bench_measure_rooflines(bench_rooflines* r, uint32_t case_mask, int warmup_m
   read_ctx rc = {NULL, NULL, 2 * (sms > 0 ? sms : 132)};
   double ms = 0;
   if (cudaMalloc(&rc.buf, READ_BYTES) != cudaSuccess || cudaMalloc((void**)&rc.sink, 8) != cudaSuccess ||
-      cudaMemsetAsync(rc.buf, 0x5A, READ_BYTES, s) != cudaSuccess || time_ms(enqueue_read, &rc, s, warmup_ms, &ms) != 0) {
+      cudaMemsetAsync(rc.buf, 0x5A, READ_BYTES, s) != cudaSuccess ||
+      time_ms(enqueue_read, &rc, s, warmup_ms, &ms) != 0) {
     snprintf(err, n, "read roofline: %s", cudaGetErrorString(cudaGetLastError()));
     cudaFree(rc.buf);
     cudaFree(rc.sink);
@@ -253,7 +239,8 @@ int bench_measure_rooflines(bench_rooflines* r, uint32_t case_mask, int warmup_m
     return -1;
   }
   r->read_gbs = (double)READ_BYTES / (ms * 1e-3) / 1e9;
-  if (time_ms(enqueue_copy, &rc, s, warmup_ms, &ms) == 0) r->copy_gbs = (double)READ_BYTES / (ms * 1e-3) / 1e9; /* read + write */
+  if (time_ms(enqueue_copy, &rc, s, warmup_ms, &ms) == 0)
+    r->copy_gbs = (double)READ_BYTES / (ms * 1e-3) / 1e9; /* read + write */
   cudaFree(rc.buf);
   cudaFree(rc.sink);
 
