@@ -181,8 +181,8 @@ __device__ __forceinline__ void init_pair_barriers(uint8_t* raw, uint32_t full_c
 
 /* The 256 consumer threads (after setmaxnreg, so this runs in their registers; ptxas budgets code before the
  * warpgroups' split at the producers' 40): the pair list of the first `tiles` tiles into sm.pair_first, in
- * tile order, and its length into sm.num_pairs (and returned). tile_expert is non-decreasing (permute.cu: experts in order,
- * each padded to whole tiles), so tile t starts a pair when t − (its expert's first tile) is even. The
+ * tile order, and its length into sm.num_pairs (and returned). tile_expert is non-decreasing (permute.cu: experts
+ * in order, each padded to whole tiles), so tile t starts a pair when t − (its expert's first tile) is even. The
  * caller then publishes the list (publish_pairs). */
 __device__ __forceinline__ int32_t build_pairs(PairSmem& sm, const int32_t* tile_expert, int32_t tiles) {
   const int ct = static_cast<int>(threadIdx.x) - 128, warp = ct / 32;
