@@ -308,6 +308,59 @@ void bench_paired_stats(const double* a, const double* b, int n, double* median_
   free(r);
 }
 
+/* ---- clocks ---- */
+void bench_clock_none(bench_clock_summary* out) {
+  memset(out, 0, sizeof *out);
+  out->sm_mhz_median = out->sm_mhz_min = out->sm_mhz_max = -1;
+  out->power_w = out->power_cap_share = out->slowdown_share = -1;
+}
+
+/* Energy over time between the counter's first and last steps in the window; -1 where that cannot be told. */
+static double window_power_w(const bench_clock_sample* s, int n) {
+  int first = -1, last = -1;
+  long long prev = -1;
+  for (int i = 0; i < n; ++i) {
+    if (s[i].energy_mj < 0) continue;
+    if (prev >= 0 && s[i].energy_mj != prev) {
+      if (first < 0) first = i;
+      last = i;
+    }
+    prev = s[i].energy_mj;
+  }
+  if (first < 0 || last == first) return -1;
+  const double dt = s[last].t_ms - s[first].t_ms, de = (double)(s[last].energy_mj - s[first].energy_mj);
+  return dt >= BENCH_POWER_MIN_MS && de >= 0 ? de / dt : -1; /* mJ per ms = W */
+}
+
+void bench_clock_summarize(const bench_clock_sample* s, int n, double window_ms, bench_clock_summary* out) {
+  bench_clock_none(out);
+  out->window_ms = window_ms;
+  double* v = n > 0 ? malloc(sizeof(double) * (size_t)n) : NULL;
+  if (!v) return;
+  const long long slowdown = (long long)(BENCH_CLOCK_REASON_HW_SLOWDOWN | BENCH_CLOCK_REASON_SW_THERMAL |
+                                         BENCH_CLOCK_REASON_HW_THERMAL | BENCH_CLOCK_REASON_HW_POWER_BRAKE);
+  int with_reasons = 0, capped = 0, slowed = 0;
+  out->sm_mhz_min = out->sm_mhz_max = s[0].sm_mhz;
+  for (int i = 0; i < n; ++i) {
+    v[i] = s[i].sm_mhz;
+    if (v[i] < out->sm_mhz_min) out->sm_mhz_min = v[i];
+    if (v[i] > out->sm_mhz_max) out->sm_mhz_max = v[i];
+    if (s[i].reasons < 0) continue;
+    ++with_reasons;
+    capped += (s[i].reasons & (long long)BENCH_CLOCK_REASON_SW_POWER_CAP) != 0;
+    slowed += (s[i].reasons & slowdown) != 0;
+  }
+  double p90;
+  bench_stats(v, n, &out->sm_mhz_median, &p90);
+  free(v);
+  out->samples = n;
+  out->power_w = window_power_w(s, n);
+  if (with_reasons) {
+    out->power_cap_share = (double)capped / with_reasons;
+    out->slowdown_share = (double)slowed / with_reasons;
+  }
+}
+
 /* ---- floor ---- */
 double bench_expert_bytes(int64_t H, int64_t I, int32_t format) {
   const double w = 3.0 * (double)H * (double)I; /* W13 [2I,H] + W2 [H,I], one byte each */

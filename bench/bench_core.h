@@ -80,6 +80,39 @@ void bench_stats(const double* v, int n, double* median, double* p90);
  * back to back, so the clock and power state they share cancels. *median_ratio = -1 when out of memory. */
 void bench_paired_stats(const double* a, const double* b, int n, double* median_ratio, int* b_wins);
 
+/* ---- clocks and power beside each timing (docs/PERFORMANCE.md "Protocol": at large T the layer runs at the board's
+ * power cap, so a time means little without the SM clock it ran at) ---- */
+/* NVML's clock event reason bits (nvmlClocksEventReason*; the same values as the older throttle reasons). */
+#define BENCH_CLOCK_REASON_SW_POWER_CAP 0x4ull
+#define BENCH_CLOCK_REASON_HW_SLOWDOWN 0x8ull
+#define BENCH_CLOCK_REASON_SW_THERMAL 0x20ull
+#define BENCH_CLOCK_REASON_HW_THERMAL 0x40ull
+#define BENCH_CLOCK_REASON_HW_POWER_BRAKE 0x80ull
+
+typedef struct bench_clock_sample {
+  double t_ms;          /* host time of the reading */
+  unsigned sm_mhz;
+  long long reasons;    /* BENCH_CLOCK_REASON_* bits lowering the clock; < 0 = not read */
+  long long energy_mj;  /* the board's energy counter; < 0 = not read */
+} bench_clock_sample;
+
+typedef struct bench_clock_summary {
+  int samples;            /* SM clock samples in the window; 0 = not sampled (no NVML, or no sample fell in it) */
+  double window_ms;       /* host time from the window's start to its end */
+  double sm_mhz_median, sm_mhz_min, sm_mhz_max;
+  double power_w;         /* mean board power between the energy counter's first and last steps; < 0 = unknown */
+  double power_cap_share; /* share of the samples with the software power cap lowering the clock; < 0 = unknown */
+  double slowdown_share;  /* share with a thermal or hardware slowdown (the other reasons above); < 0 = unknown */
+} bench_clock_summary;
+
+/* An empty summary: no samples, every number unknown (< 0). */
+void bench_clock_none(bench_clock_summary* out);
+/* The summary of a window's n samples in time order. The energy counter steps at its own period, so the power is
+ * the energy between its first and last observed steps over the time between them (unknown with fewer than two
+ * steps or under BENCH_POWER_MIN_MS between them). */
+#define BENCH_POWER_MIN_MS 100.0
+void bench_clock_summarize(const bench_clock_sample* s, int n, double window_ms, bench_clock_summary* out);
+
 /* ---- floor ---- */
 typedef struct bench_floor_in {
   int64_t T, H, I;

@@ -22,11 +22,23 @@ int bench_launch_fill_e4m3(void* p, size_t n, uint64_t seed, cudaStream_t s);
 /* n floats of value v. */
 int bench_launch_fill_f32(float* p, size_t n, float v, cudaStream_t s);
 
+/* ---- bench_clocks.c ---- */
+/* NVML sampling of the SM clock, its event reasons and the board energy (docs/PERFORMANCE.md "Protocol"). */
+typedef struct bench_clocks bench_clocks;
+/* NULL (note says why) where NVML is missing or cannot read this device's clock; every call below takes NULL. */
+bench_clocks* bench_clocks_open(int cuda_device, char* note, size_t note_size);
+void bench_clocks_close(bench_clocks* c);
+/* Opens a window: the samples taken until bench_clocks_stop are summarized there (c = NULL: an empty summary). */
+void bench_clocks_start(bench_clocks* c);
+void bench_clocks_stop(bench_clocks* c, bench_clock_summary* out);
+
 /* ---- bench_roofline.c ---- */
 /* Measures read and copy bandwidth and the cuBLASLt FP8 rates (8192³ and each selected case's GEMM1
- * shape), each after warmup_ms of device time running it (the points' --warmup-ms: the same sustained clocks).
+ * shape), each after warmup_ms of device time running it (the points' --warmup-ms: the same sustained clocks),
+ * with the SM clock of each rate's timed runs where clocks is not NULL.
  * Returns 0, or -1 with err set on a device error (a missing cuBLASLt is a note, not an error). */
-int bench_measure_rooflines(bench_rooflines* r, uint32_t case_mask, int warmup_ms, char* err, size_t err_size);
+int bench_measure_rooflines(bench_rooflines* r, uint32_t case_mask, int warmup_ms, bench_clocks* clocks, char* err,
+                            size_t err_size);
 /* docs/PERFORMANCE.md's readings, for --no-rooflines. */
 void bench_default_rooflines(bench_rooflines* r);
 
@@ -44,6 +56,8 @@ typedef struct bench_timer {
   size_t flush_bytes;
   cudaEvent_t* ev;      /* 2 per replay */
   int max_replays;      /* replays one call can time (a pair counts 2) */
+  bench_clocks* clocks; /* NULL: not sampled */
+  bench_clock_summary clock; /* the last timed call's window: from its first timed replay's enqueue to the sync */
 } bench_timer;
 
 int bench_timer_init(bench_timer* t, size_t flush_bytes, int max_replays);

@@ -79,29 +79,29 @@ static int warm_up(bench_timer* t, cudaGraphExec_t exec, int warmup, int warmup_
   return bench_warm_up(enqueue_replay, &r, t->stream, warmup, warmup_ms, t->ev[0], t->ev[1]);
 }
 
+/* Queues one timed replay: its own flush memset, then the graph between events ev[0] and ev[1]. */
+static int timed_replay(bench_timer* t, cudaGraphExec_t exec, int flush_byte, cudaEvent_t* ev) {
+  return cudaMemsetAsync(t->flush, flush_byte & 0xFF, t->flush_bytes, t->stream) != cudaSuccess ||
+         cudaEventRecord(ev[0], t->stream) != cudaSuccess || cudaGraphLaunch(exec, t->stream) != cudaSuccess ||
+         cudaEventRecord(ev[1], t->stream) != cudaSuccess;
+}
+
 int bench_time_graph(bench_timer* t, cudaGraphExec_t exec, int warmup, int warmup_ms, int n, double* us) {
   if (n > t->max_replays) return -1;
   if ((warmup > 0 || warmup_ms > 0) && warm_up(t, exec, warmup, warmup_ms) != 0) return -1;
-  for (int i = 0; i < n; ++i) {
-    if (cudaMemsetAsync(t->flush, i & 0xFF, t->flush_bytes, t->stream) != cudaSuccess ||
-        cudaEventRecord(t->ev[2 * i], t->stream) != cudaSuccess || cudaGraphLaunch(exec, t->stream) != cudaSuccess ||
-        cudaEventRecord(t->ev[2 * i + 1], t->stream) != cudaSuccess)
-      return -1;
-  }
-  if (cudaStreamSynchronize(t->stream) != cudaSuccess) return -1;
+  bench_clocks_start(t->clocks);
+  int rc = 0;
+  for (int i = 0; i < n && rc == 0; ++i)
+    rc = timed_replay(t, exec, i, &t->ev[2 * i]);
+  if (rc == 0 && cudaStreamSynchronize(t->stream) != cudaSuccess) rc = -1;
+  bench_clocks_stop(t->clocks, &t->clock);
+  if (rc != 0) return -1;
   for (int i = 0; i < n; ++i) {
     float ms = 0;
     if (cudaEventElapsedTime(&ms, t->ev[2 * i], t->ev[2 * i + 1]) != cudaSuccess) return -1;
     us[i] = (double)ms * 1000.0;
   }
   return 0;
-}
-
-/* Queues one timed replay: its own flush memset, then the graph between events ev[0] and ev[1]. */
-static int timed_replay(bench_timer* t, cudaGraphExec_t exec, int flush_byte, cudaEvent_t* ev) {
-  return cudaMemsetAsync(t->flush, flush_byte & 0xFF, t->flush_bytes, t->stream) != cudaSuccess ||
-         cudaEventRecord(ev[0], t->stream) != cudaSuccess || cudaGraphLaunch(exec, t->stream) != cudaSuccess ||
-         cudaEventRecord(ev[1], t->stream) != cudaSuccess;
 }
 
 int bench_time_pairs(bench_timer* t, cudaGraphExec_t a, cudaGraphExec_t b, int warmup, int warmup_ms, int n,
@@ -111,13 +111,16 @@ int bench_time_pairs(bench_timer* t, cudaGraphExec_t a, cudaGraphExec_t b, int w
     return -1;
   /* Events 4i, 4i+1 bracket pair i's first replay and 4i+2, 4i+3 its second. A goes first in even pairs and
    * B in odd ones, so whatever favours the first (or second) replay of a pair favours each side equally. */
-  for (int i = 0; i < n; ++i) {
+  bench_clocks_start(t->clocks);
+  int rc = 0;
+  for (int i = 0; i < n && rc == 0; ++i) {
     const int a_first = i % 2 == 0;
-    if (timed_replay(t, a_first ? a : b, 2 * i, &t->ev[4 * i]) != 0 ||
-        timed_replay(t, a_first ? b : a, 2 * i + 1, &t->ev[4 * i + 2]) != 0)
-      return -1;
+    rc = timed_replay(t, a_first ? a : b, 2 * i, &t->ev[4 * i]) != 0 ||
+         timed_replay(t, a_first ? b : a, 2 * i + 1, &t->ev[4 * i + 2]) != 0;
   }
-  if (cudaStreamSynchronize(t->stream) != cudaSuccess) return -1;
+  if (rc == 0 && cudaStreamSynchronize(t->stream) != cudaSuccess) rc = -1;
+  bench_clocks_stop(t->clocks, &t->clock);
+  if (rc != 0) return -1;
   for (int i = 0; i < n; ++i) {
     const int a_first = i % 2 == 0;
     float first = 0, second = 0;

@@ -170,6 +170,7 @@ static int add_point(bench* b, bench_point** slot) {
   (*slot)->peer_us = -1;
   (*slot)->ab_rel_err = -1;
   (*slot)->ab_route_us = -1;
+  bench_clock_none(&(*slot)->clock);
   return 0;
 }
 
@@ -407,6 +408,7 @@ static void run_point(bench* b, int ci, const bench_weights* w, const bench_inpu
 
   /* Time it (with B: in pairs, A's half of each pair is A's replay). */
   if (time_point(b, cap, p) != 0) FAIL("timed replays: %s", cudaGetErrorString(cudaGetLastError()));
+  p->clock = b->timer.clock; /* before the prefix graphs below reuse the timer */
   p->n_replays = b->args.replays;
   bench_stats(p->replay_us, p->n_replays, &p->median_us, &p->p90_us);
   if (ab) {
@@ -483,6 +485,9 @@ static void print_point(const bench_point* p) {
   if (p->ab_route_us >= 0)
     printf("  route+perm B %.1f us  B/A %.4f (%d of %d)", p->ab_route_us, p->ab_route_ratio, p->ab_route_wins,
            p->n_replays);
+  if (p->clock.samples > 0)
+    printf("  SM %.0f MHz (%.0f-%.0f), %.0f W, power-capped %.0f %%", p->clock.sm_mhz_median, p->clock.sm_mhz_min,
+           p->clock.sm_mhz_max, p->clock.power_w, 100 * p->clock.power_cap_share);
   putchar('\n');
   if (p->n_stages) {
     printf("    stages (prefix-graph differences, µs):");
@@ -603,23 +608,33 @@ int main(int argc, char** argv) {
            FALLBACK_ENV, ambient ? "=" : " unset", ambient ? ambient : "", b.run.ab_library, FALLBACK_ENV,
            b.run.ab_env_set ? "=" : " unset", b.run.ab_env);
   }
+  int device = 0;
+  cudaGetDevice(&device);
+  bench_clocks* clocks = bench_clocks_open(device, b.run.clock_note, sizeof b.run.clock_note);
+  printf("clocks: %s\n", b.run.clock_note);
   if (b.args.rooflines) {
-    if (bench_measure_rooflines(&b.run.roof, b.args.case_mask, b.args.warmup_ms, err, sizeof err) != 0) {
+    if (bench_measure_rooflines(&b.run.roof, b.args.case_mask, b.args.warmup_ms, clocks, err, sizeof err) != 0) {
       fprintf(stderr, "fp8moe-bench: %s\n", err);
+      bench_clocks_close(clocks);
       return 3;
     }
   } else {
     bench_default_rooflines(&b.run.roof);
   }
   printf("rooflines (%.1f s, each after %d ms of warm-up): read %.0f GB/s, copy %.0f GB/s, FP8 8192^3 %.0f TFLOP/s "
-         "per-tensor, %.0f block\n",
+         "per-tensor, %.0f block",
          since(&b.t0), b.run.roof.warmup_ms, b.run.roof.read_gbs, b.run.roof.copy_gbs, b.run.roof.dense.tensor_tflops,
          b.run.roof.dense.block_tflops);
+  if (b.run.roof.dense.tensor_sm_mhz > 0 || b.run.roof.dense.block_sm_mhz > 0)
+    printf(" (SM %.0f and %.0f MHz)", b.run.roof.dense.tensor_sm_mhz, b.run.roof.dense.block_sm_mhz);
+  putchar('\n');
   /* A pair is two replays: the timer holds events for 2 · replays with B. */
   if (bench_timer_init(&b.timer, b.args.flush_bytes, b.n_plugins * b.args.replays) != 0) {
     fprintf(stderr, "fp8moe-bench: timer setup: %s\n", cudaGetErrorString(cudaGetLastError()));
+    bench_clocks_close(clocks);
     return 3;
   }
+  b.timer.clocks = clocks;
   /* Cases of one model are adjacent: one weight generation per model. */
   for (size_t i = 0; i < bench_case_count();) {
     size_t j = i;
@@ -657,6 +672,7 @@ int main(int argc, char** argv) {
   }
   free(b.run.points);
   bench_timer_free(&b.timer);
+  bench_clocks_close(clocks);
   b.plugin[0].api->context_destroy(b.plugin[0].gpu);
   b.plugin[0].api->context_destroy(b.cpu);
   if (b.n_plugins == 2) {

@@ -26,6 +26,23 @@ static void fmt_us(char* b, size_t n, double us) {
   else snprintf(b, n, "%.1f", us);
 }
 
+/* The end of a ceiling's row: the SM clock its timed runs read, where sampled. */
+static void write_mhz(FILE* f, double mhz) {
+  if (mhz > 0) fprintf(f, " at SM %.0f MHz", mhz);
+  fprintf(f, " |\n");
+}
+
+/* A point's clock columns: median SM MHz, board W, share of samples power-capped ("–" where unknown). */
+static void fmt_clock(const bench_clock_summary* c, char* mhz, char* watts, char* capped, size_t n) {
+  snprintf(mhz, n, "–");
+  snprintf(watts, n, "–");
+  snprintf(capped, n, "–");
+  if (c->samples <= 0) return;
+  snprintf(mhz, n, "%.0f", c->sm_mhz_median);
+  if (c->power_w >= 0) snprintf(watts, n, "%.0f", c->power_w);
+  if (c->power_cap_share >= 0) snprintf(capped, n, "%.0f %%", 100 * c->power_cap_share);
+}
+
 void bench_write_rooflines_markdown(FILE* f, const bench_run* run) {
   const bench_rooflines* r = &run->roof;
   fprintf(f, "| ceiling | reading |\n|---|---|\n");
@@ -35,17 +52,22 @@ void bench_write_rooflines_markdown(FILE* f, const bench_run* run) {
     fprintf(f, "| HBM streaming read | %.0f GB/s (not measured: docs/PERFORMANCE.md's reading) |\n", r->read_gbs);
   fprintf(f, "| device-to-device copy (read + write) | %.0f GB/s |\n", r->copy_gbs);
   if (r->measured) fprintf(f, "| warm-up before each ceiling (as the points') | %d ms of device time |\n", r->warmup_ms);
-  fprintf(f, "| cuBLASLt FP8 8192³, per-tensor | %.0f TFLOP/s |\n", r->dense.tensor_tflops);
-  fprintf(f, "| cuBLASLt FP8 8192³, 1×128 · 128×128 blocks | %.0f TFLOP/s |\n", r->dense.block_tflops);
+  fprintf(f, "| cuBLASLt FP8 8192³, per-tensor | %.0f TFLOP/s", r->dense.tensor_tflops);
+  write_mhz(f, r->dense.tensor_sm_mhz);
+  fprintf(f, "| cuBLASLt FP8 8192³, 1×128 · 128×128 blocks | %.0f TFLOP/s", r->dense.block_tflops);
+  write_mhz(f, r->dense.block_sm_mhz);
   for (size_t i = 0; i < bench_case_count(); ++i) {
     const bench_gemm_rate* g = &r->per_case[i];
     if (g->m == 0) continue;
     const bench_case* c = bench_case_at(i);
-    fprintf(f, "| cuBLASLt FP8 %s GEMM1 (%lld×%lld×%lld), %s | %.0f TFLOP/s |\n", c->model->name, (long long)g->m,
+    const int block = c->format == FP8MOE_QUANT_FP8_BLOCK128;
+    fprintf(f, "| cuBLASLt FP8 %s GEMM1 (%lld×%lld×%lld), %s | %.0f TFLOP/s", c->model->name, (long long)g->m,
             (long long)g->n, (long long)g->k, bench_format_short(c->format),
-            c->format == FP8MOE_QUANT_FP8_BLOCK128 ? g->block_tflops : g->tensor_tflops);
+            block ? g->block_tflops : g->tensor_tflops);
+    write_mhz(f, block ? g->block_sm_mhz : g->tensor_sm_mhz);
   }
   if (r->gemm_note[0]) fprintf(f, "\nNote: %s\n", r->gemm_note);
+  if (run->clock_note[0]) fprintf(f, "\nClocks: %s\n", run->clock_note);
 }
 
 /* Per-stage times (--stages): one line per point, stages in launch order. */
@@ -99,8 +121,9 @@ static void write_ab_markdown(FILE* f, const bench_run* run) {
 
 void bench_write_markdown(FILE* f, const bench_run* run) {
   fprintf(f, "| shape | format | routing | T | µs median | p90 | route+perm µs | TFLOP/s | weight GB/s | experts hit "
-             "| floor µs | bound | fraction of roofline | peer µs | peer/ours | rel err | status |\n");
-  fprintf(f, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+             "| floor µs | bound | fraction of roofline | peer µs | peer/ours | rel err | SM MHz | board W "
+             "| power-capped | status |\n");
+  fprintf(f, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (int i = 0; i < run->n_points; ++i) {
     const bench_point* p = &run->points[i];
     const bench_case* c = bench_case_at((size_t)p->case_index);
@@ -112,11 +135,15 @@ void bench_write_markdown(FILE* f, const bench_run* run) {
     fmt_us(peer, sizeof peer, p->peer_us);
     char ratio[32] = "–";
     if (p->peer_us > 0 && p->n_replays) snprintf(ratio, sizeof ratio, "%.2f", p->peer_us / p->median_us);
-    fprintf(f, "| %s | %s | %s | %lld | %s | %s | %s | %.1f | %.0f | %d | %s | %s | %.2f | %s | %s | %.1e | %s%s%s |\n",
+    char mhz[32], watts[32], capped[32];
+    fmt_clock(&p->clock, mhz, watts, capped, sizeof mhz);
+    fprintf(f,
+            "| %s | %s | %s | %lld | %s | %s | %s | %.1f | %.0f | %d | %s | %s | %.2f | %s | %s | %.1e | %s | %s | %s "
+            "| %s%s%s |\n",
             c->model->name, bench_format_short(c->format), bench_routing_name(p->routing), (long long)p->T, med, p90,
             rt, p->tflops, p->weight_gbs, (int)p->experts_hit, fl,
             p->n_replays ? (p->floor.compute_bound ? "compute" : "memory") : "–", p->fraction, peer, ratio, p->rel_err,
-            status_name(p->status), p->note[0] ? ": " : "", p->note);
+            mhz, watts, capped, status_name(p->status), p->note[0] ? ": " : "", p->note);
   }
   write_ab_markdown(f, run);
   write_stages_markdown(f, run);
@@ -149,7 +176,27 @@ static void jgemm(FILE* f, const bench_gemm_rate* g) {
   jnum(f, g->tensor_tflops);
   fputs(",\"block_tflops\":", f);
   jnum(f, g->block_tflops);
+  fputs(",\"tensor_sm_mhz\":", f);
+  jnum(f, g->tensor_sm_mhz > 0 ? g->tensor_sm_mhz : NAN);
+  fputs(",\"block_sm_mhz\":", f);
+  jnum(f, g->block_sm_mhz > 0 ? g->block_sm_mhz : NAN);
   fputc('}', f);
+}
+
+/* A point's "clock": the sampled window; numbers not known are null. */
+static void jclock(FILE* f, const bench_clock_summary* c) {
+  fprintf(f, "\"clock\":{\"samples\":%d", c->samples);
+  const struct { const char* k; double v; } nums[] = {
+      {"window_ms", c->window_ms},   {"sm_mhz_median", c->sm_mhz_median},     {"sm_mhz_min", c->sm_mhz_min},
+      {"sm_mhz_max", c->sm_mhz_max}, {"power_w", c->power_w},                 {"power_cap_share", c->power_cap_share},
+      {"slowdown_share", c->slowdown_share},
+  };
+  for (size_t k = 0; k < sizeof nums / sizeof nums[0]; ++k) {
+    fputc(',', f);
+    jkey(f, nums[k].k);
+    jnum(f, nums[k].v >= 0 ? nums[k].v : NAN);
+  }
+  fputs("},", f);
 }
 
 static void jarray(FILE* f, const double* v, int n) {
@@ -201,6 +248,7 @@ int bench_write_json(FILE* f, const bench_run* run) {
   jkey(f, "name"), jstr(f, run->gpu), fputc(',', f);
   jkey(f, "driver"), jstr(f, run->driver), fputc(',', f);
   jkey(f, "clocks"), jstr(f, run->clocks), fputc(',', f);
+  jkey(f, "clock_note"), jstr(f, run->clock_note), fputc(',', f);
   fprintf(f, "\"sm_count\":%d,\"l2_mib\":", run->sm_count);
   jnum(f, run->l2_mib);
   fputs("},\"rooflines\":{", f);
@@ -263,6 +311,7 @@ int bench_write_json(FILE* f, const bench_run* run) {
             p->floor.compute_bound ? "compute" : "memory", (int)p->experts_hit, (long long)p->slots, p->check_tokens,
             (long long)p->ids_mismatch);
     if (run->ab) jab_point(f, p);
+    jclock(f, &p->clock);
     jkey(f, "replay_us"), jarray(f, p->replay_us, p->n_replays);
     fputs(",\"stages\":[", f);
     for (int k = 0; k < p->n_stages; ++k) {

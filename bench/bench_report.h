@@ -14,6 +14,7 @@ typedef struct bench_gemm_rate { /* a cuBLASLt FP8 GEMM timed in the same proces
   int64_t m, n, k;
   double tensor_tflops; /* per-tensor scales; ≤ 0 = not available */
   double block_tflops;  /* 1×128 activation × 128×128 weight block scales; ≤ 0 = not available */
+  double tensor_sm_mhz, block_sm_mhz; /* median SM clock over each one's timed runs; ≤ 0 = not sampled */
 } bench_gemm_rate;
 
 typedef struct bench_rooflines {
@@ -60,10 +61,12 @@ typedef struct bench_point {
   double ab_route_us;     /* B's median; < 0 = not measured */
   double ab_route_ratio;  /* median over pairs of B/A */
   int ab_route_wins;      /* pairs in which B's prefix was faster */
+  bench_clock_summary clock; /* SM clock and board power over the timed replays (A's and B's together in an A/B) */
 } bench_point;
 
 typedef struct bench_run {
   char date[32], commit[64], gpu[128], driver[64], clocks[192], command[1024];
+  char clock_note[160];   /* how the clocks beside each point were read, or why they were not */
   int sm_count;
   double l2_mib;
   bench_rooflines roof;

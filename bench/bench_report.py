@@ -37,6 +37,10 @@ AB_POINT = {"ab_median_us": OPT_NUM, "ab_ratio": OPT_NUM, "ab_wins": int, "ab_re
             "ab_replay_us": list}
 # B's routing + permutation prefix timed in pairs with A's (reports since the paired prefix; absent before it).
 AB_ROUTE = {"ab_route_us": OPT_NUM, "ab_route_ratio": OPT_NUM, "ab_route_wins": int}
+# The SM clock and board power over a point's timed replays (reports since the NVML sampling; absent before it).
+CLOCK = {"samples": int, "window_ms": OPT_NUM, "sm_mhz_median": OPT_NUM, "sm_mhz_min": OPT_NUM, "sm_mhz_max": OPT_NUM,
+         "power_w": OPT_NUM, "power_cap_share": OPT_NUM, "slowdown_share": OPT_NUM}
+GEMM_CLOCK = {"tensor_sm_mhz": OPT_NUM, "block_sm_mhz": OPT_NUM}
 
 
 class SchemaError(Exception):
@@ -63,6 +67,8 @@ def validate(doc):
     check_fields(doc["gpu"], GPU, "gpu")
     check_fields(doc["rooflines"], ROOF, "rooflines")
     check_fields(doc["rooflines"]["dense_8192"], GEMM, "rooflines.dense_8192")
+    if "tensor_sm_mhz" in doc["rooflines"]["dense_8192"]:
+        check_fields(doc["rooflines"]["dense_8192"], GEMM_CLOCK, "rooflines.dense_8192")
     if doc.get("ab") is not None:
         check_fields(doc["ab"], AB, "ab")
     for i, g in enumerate(doc["rooflines"]["gemm1"]):
@@ -80,8 +86,22 @@ def validate(doc):
                 raise SchemaError(f"{where}.median_us: an ok point needs a positive median")
         for j, s in enumerate(p["stages"]):
             check_fields(s, {"name": str, "us": OPT_NUM}, f"{where}.stages[{j}]")
+        if "clock" in p:
+            validate_clock(p["clock"], f"{where}.clock")
         if doc.get("ab") is not None:
             validate_ab_point(p, where)
+
+
+def validate_clock(c, where):
+    check_fields(c, CLOCK, where)
+    if c["samples"] < 0:
+        raise SchemaError(f"{where}.samples: {c['samples']}")
+    if c["samples"] > 0 and not all(isinstance(c[k], NUM) and c[k] > 0 for k in ("sm_mhz_median", "sm_mhz_min",
+                                                                               "sm_mhz_max")):
+        raise SchemaError(f"{where}: a sampled window needs positive SM clocks")
+    for key in ("power_cap_share", "slowdown_share"):
+        if c[key] is not None and not 0 <= c[key] <= 1:
+            raise SchemaError(f"{where}.{key}: {c[key]} is not a share")
 
 
 def validate_ab_point(p, where):
@@ -191,6 +211,10 @@ def selftest(path):
     d = copy.deepcopy(doc); d["points"][0]["replay_us"] = []; broken.append(("ok point without replays", d))
     d = copy.deepcopy(doc); d["points"][0]["status"] = "great"; broken.append(("unknown status", d))
     d = copy.deepcopy(doc); d["rooflines"]["measured"] = 1; broken.append(("number for bool", d))
+    d = copy.deepcopy(doc); del d["points"][0]["clock"]["sm_mhz_median"]; broken.append(("clock without its median", d))
+    d = copy.deepcopy(doc); d["points"][0]["clock"]["sm_mhz_min"] = None; broken.append(("sampled clock, no min", d))
+    d = copy.deepcopy(doc); d["points"][0]["clock"]["power_cap_share"] = 90; broken.append(("share above one", d))
+    d = copy.deepcopy(doc); d["rooflines"]["dense_8192"]["block_sm_mhz"] = "x"; broken.append(("ceiling's clock", d))
     failures = 0
     for what, d in broken:
         try:

@@ -12,6 +12,7 @@
 
 #define READ_BYTES ((size_t)8 << 30)
 #define REPS 10
+#define CLOCK_WINDOW_MS 100.0
 
 static double median_of(double* v, int n) {
   double med, p90;
@@ -32,12 +33,15 @@ void bench_default_rooflines(bench_rooflines* r) {
 /* Median time in ms of REPS runs of what fn enqueues, after bench_warm_up's warm-up (2 runs, then more until
  * warmup_ms of device time are behind). Every point is timed after the same warm-up, in the sustained state a loaded
  * GPU reaches within tens of milliseconds (its power cap lowers the SM clock: docs/PERFORMANCE.md "Protocol"), so its
- * ceilings are measured in that state too; ten back-to-back runs alone read the boost clocks. */
-static int time_ms(bench_enqueue_fn fn, void* ctx, cudaStream_t s, int warmup_ms, double* ms_out) {
+ * ceilings are measured in that state too; ten back-to-back runs alone read the boost clocks. *clock: the SM clock
+ * over the REPS runs. */
+static int time_ms(bench_enqueue_fn fn, void* ctx, cudaStream_t s, int warmup_ms, bench_clocks* clocks,
+                   bench_clock_summary* clock, double* ms_out) {
   cudaEvent_t e[2 * REPS];
   double ms[REPS];
   for (int i = 0; i < 2 * REPS; ++i) cudaEventCreate(&e[i]);
   int rc = bench_warm_up(fn, ctx, s, 2, warmup_ms, e[0], e[1]);
+  bench_clocks_start(clocks);
   for (int i = 0; i < REPS && rc == 0; ++i) {
     cudaEventRecord(e[2 * i], s);
     rc = fn(ctx, i, s);
@@ -49,8 +53,16 @@ static int time_ms(bench_enqueue_fn fn, void* ctx, cudaStream_t s, int warmup_ms
     cudaEventElapsedTime(&f, e[2 * i], e[2 * i + 1]);
     ms[i] = f;
   }
-  for (int i = 0; i < 2 * REPS; ++i) cudaEventDestroy(e[i]);
   if (rc == 0) *ms_out = median_of(ms, REPS);
+  /* REPS runs of a ceiling take a few ms, too short for NVML's readings: the window stays open over more runs, in the
+   * same state, until CLOCK_WINDOW_MS (their times are not read). */
+  if (rc == 0 && clocks && *ms_out > 0 && *ms_out * REPS < CLOCK_WINDOW_MS) {
+    const double more = (CLOCK_WINDOW_MS - *ms_out * REPS) / *ms_out + 1;
+    for (int i = 0; i < (more < 100000 ? (int)more : 100000) && rc == 0; ++i) rc = fn(ctx, REPS + i, s);
+    if (rc == 0 && cudaStreamSynchronize(s) != cudaSuccess) rc = -1;
+  }
+  bench_clocks_stop(clocks, clock);
+  for (int i = 0; i < 2 * REPS; ++i) cudaEventDestroy(e[i]);
   return rc;
 }
 
@@ -154,8 +166,10 @@ static int enqueue_gemm(void* c, int i, cudaStream_t s) {
              : -1;
 }
 
-/* TFLOP/s of one GEMM shape, or ≤ 0 when cuBLASLt offers no algorithm for it (block: 1×128 · 128×128). */
-static double gemm_tflops(lt_api* lt, int64_t m, int64_t n, int64_t k, int block, int warmup_ms, cudaStream_t s) {
+/* TFLOP/s of one GEMM shape, or ≤ 0 when cuBLASLt offers no algorithm for it (block: 1×128 · 128×128); *sm_mhz: the
+ * median SM clock of its timed runs (≤ 0: not sampled). */
+static double gemm_tflops(lt_api* lt, int64_t m, int64_t n, int64_t k, int block, int warmup_ms, bench_clocks* clocks,
+                          double* sm_mhz, cudaStream_t s) {
   gemm_ctx g;
   memset(&g, 0, sizeof g);
   g.lt = lt;
@@ -198,8 +212,11 @@ static double gemm_tflops(lt_api* lt, int64_t m, int64_t n, int64_t k, int block
     lt->pref_destroy(pref);
   }
   double ms = 0;
-  if (found > 0 && time_ms(enqueue_gemm, &g, s, warmup_ms, &ms) == 0 && ms > 0)
+  bench_clock_summary clock;
+  bench_clock_none(&clock);
+  if (found > 0 && time_ms(enqueue_gemm, &g, s, warmup_ms, clocks, &clock, &ms) == 0 && ms > 0)
     result = 2.0 * (double)m * (double)n * (double)k / (ms * 1e-3) / 1e12;
+  *sm_mhz = clock.sm_mhz_median;
 done:
   if (g.desc) lt->desc_destroy(g.desc);
   if (g.la) lt->layout_destroy(g.la);
@@ -215,7 +232,8 @@ done:
   return result;
 }
 
-int bench_measure_rooflines(bench_rooflines* r, uint32_t case_mask, int warmup_ms, char* err, size_t n) {
+int bench_measure_rooflines(bench_rooflines* r, uint32_t case_mask, int warmup_ms, bench_clocks* clocks, char* err,
+                            size_t n) {
   memset(r, 0, sizeof *r);
   r->measured = 1;
   r->warmup_ms = warmup_ms;
@@ -229,9 +247,10 @@ int bench_measure_rooflines(bench_rooflines* r, uint32_t case_mask, int warmup_m
   cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
   read_ctx rc = {NULL, NULL, 2 * (sms > 0 ? sms : 132)};
   double ms = 0;
+  bench_clock_summary ignored; /* the read and copy ceilings are not clock-bound */
   if (cudaMalloc(&rc.buf, READ_BYTES) != cudaSuccess || cudaMalloc((void**)&rc.sink, 8) != cudaSuccess ||
       cudaMemsetAsync(rc.buf, 0x5A, READ_BYTES, s) != cudaSuccess ||
-      time_ms(enqueue_read, &rc, s, warmup_ms, &ms) != 0) {
+      time_ms(enqueue_read, &rc, s, warmup_ms, NULL, &ignored, &ms) != 0) {
     snprintf(err, n, "read roofline: %s", cudaGetErrorString(cudaGetLastError()));
     cudaFree(rc.buf);
     cudaFree(rc.sink);
@@ -239,7 +258,7 @@ int bench_measure_rooflines(bench_rooflines* r, uint32_t case_mask, int warmup_m
     return -1;
   }
   r->read_gbs = (double)READ_BYTES / (ms * 1e-3) / 1e9;
-  if (time_ms(enqueue_copy, &rc, s, warmup_ms, &ms) == 0)
+  if (time_ms(enqueue_copy, &rc, s, warmup_ms, NULL, &ignored, &ms) == 0)
     r->copy_gbs = (double)READ_BYTES / (ms * 1e-3) / 1e9; /* read + write */
   cudaFree(rc.buf);
   cudaFree(rc.sink);
@@ -247,8 +266,8 @@ int bench_measure_rooflines(bench_rooflines* r, uint32_t case_mask, int warmup_m
   lt_api lt;
   if (lt_open(&lt, r->gemm_note, sizeof r->gemm_note) == 0) {
     r->dense.m = r->dense.n = r->dense.k = 8192;
-    r->dense.tensor_tflops = gemm_tflops(&lt, 8192, 8192, 8192, 0, warmup_ms, s);
-    r->dense.block_tflops = gemm_tflops(&lt, 8192, 8192, 8192, 1, warmup_ms, s);
+    r->dense.tensor_tflops = gemm_tflops(&lt, 8192, 8192, 8192, 0, warmup_ms, clocks, &r->dense.tensor_sm_mhz, s);
+    r->dense.block_tflops = gemm_tflops(&lt, 8192, 8192, 8192, 1, warmup_ms, clocks, &r->dense.block_sm_mhz, s);
     for (size_t i = 0; i < bench_case_count(); ++i) {
       if (!(case_mask & (1u << i))) continue;
       const bench_case* c = bench_case_at(i);
@@ -259,8 +278,10 @@ int bench_measure_rooflines(bench_rooflines* r, uint32_t case_mask, int warmup_m
       /* Cases of one model share the shape: measure it once. */
       for (size_t j = 0; j < i; ++j)
         if (r->per_case[j].m && bench_case_at(j)->model == c->model) *g = r->per_case[j];
-      if (g->tensor_tflops == 0) g->tensor_tflops = gemm_tflops(&lt, g->m, g->n, g->k, 0, warmup_ms, s);
-      if (g->block_tflops == 0) g->block_tflops = gemm_tflops(&lt, g->m, g->n, g->k, 1, warmup_ms, s);
+      if (g->tensor_tflops == 0)
+        g->tensor_tflops = gemm_tflops(&lt, g->m, g->n, g->k, 0, warmup_ms, clocks, &g->tensor_sm_mhz, s);
+      if (g->block_tflops == 0)
+        g->block_tflops = gemm_tflops(&lt, g->m, g->n, g->k, 1, warmup_ms, clocks, &g->block_sm_mhz, s);
     }
     if (r->dense.block_tflops <= 0)
       snprintf(r->gemm_note, sizeof r->gemm_note,

@@ -154,7 +154,8 @@ static void sample_run(bench_run* r, bench_point* pts, double* replays) {
   r->roof.dense.m = r->roof.dense.n = r->roof.dense.k = 8192;
   r->roof.dense.tensor_tflops = 1500;
   r->roof.dense.block_tflops = -1;
-  r->roof.per_case[0] = (bench_gemm_rate){4096, 8192, 7168, 1400, 1100};
+  r->roof.per_case[0] = (bench_gemm_rate){4096, 8192, 7168, 1400, 1100, 0, 1395};
+  snprintf(r->clock_note, sizeof r->clock_note, "NVML every 1 ms");
   memset(pts, 0, 2 * sizeof *pts);
   for (int i = 0; i < 30; ++i) replays[i] = 100 + i;
   pts[0].case_index = 0;
@@ -167,7 +168,17 @@ static void sample_run(bench_run* r, bench_point* pts, double* replays) {
   pts[0].route_us = NAN;
   pts[0].peer_us = 120;
   pts[0].ab_route_us = -1; /* not paired (add_point's default) */
+  bench_clock_none(&pts[0].clock);
+  pts[0].clock.samples = 80;
+  pts[0].clock.window_ms = 160;
+  pts[0].clock.sm_mhz_median = 1395;
+  pts[0].clock.sm_mhz_min = 1350;
+  pts[0].clock.sm_mhz_max = 1980;
+  pts[0].clock.power_w = 698.4;
+  pts[0].clock.power_cap_share = 0.9;
+  pts[0].clock.slowdown_share = 0;
   pts[1] = pts[0];
+  bench_clock_none(&pts[1].clock);
   pts[1].routing = BENCH_ROUTING_SKEWED;
   pts[1].status = 3;
   pts[1].n_replays = 0;
@@ -191,6 +202,13 @@ static void test_writers(const char* json_path) {
   EXPECT(strstr(buf, "\"route_permute_us\":null") != NULL, "NaN becomes null");
   EXPECT(strstr(buf, "Test \\\"GPU\\\"\\\\1") != NULL, "strings escaped");
   EXPECT(strstr(buf, "\"replay_us\":[100,101,") != NULL, "raw replay times");
+  EXPECT(strstr(buf, "\"clock\":{\"samples\":80,\"window_ms\":160,\"sm_mhz_median\":1395,\"sm_mhz_min\":1350,"
+                     "\"sm_mhz_max\":1980,\"power_w\":698.4,\"power_cap_share\":0.9,\"slowdown_share\":0},") != NULL,
+         "point's clock: %s", buf);
+  EXPECT(strstr(buf, "\"clock\":{\"samples\":0,\"window_ms\":0,\"sm_mhz_median\":null,") != NULL, "unsampled clock");
+  EXPECT(strstr(buf, "\"block_tflops\":1100,\"tensor_sm_mhz\":null,\"block_sm_mhz\":1395}") != NULL,
+         "ceiling's clock");
+  EXPECT(strstr(buf, "\"clock_note\":\"NVML every 1 ms\"") != NULL, "clock note");
   f = fmemopen(buf, sizeof buf, "w");
   if (f) {
     bench_write_markdown(f, &r);
@@ -199,6 +217,8 @@ static void test_writers(const char* json_path) {
   EXPECT(strstr(buf, "| deepseek-v3 | block | uniform | 1 | 114.5 | 126.0 |") != NULL, "markdown row: %s", buf);
   EXPECT(strstr(buf, "| 120.0 | 1.05 |") != NULL, "peer ratio column");
   EXPECT(strstr(buf, "skipped: time budget spent") != NULL, "skipped point shown");
+  EXPECT(strstr(buf, "| 1395 | 698 | 90 % | ok |") != NULL, "clock columns: %s", buf);
+  EXPECT(strstr(buf, "| – | – | – | skipped") != NULL, "unsampled clock columns");
   EXPECT(strstr(buf, "A/B") == NULL, "no A/B table without B");
   f = fmemopen(buf, sizeof buf, "w");
   EXPECT(f && bench_write_json(f, &r) == 0, "json written");
@@ -271,12 +291,43 @@ static void test_ab_writers(void) {
   EXPECT(strstr(buf, "\"env\":null}") != NULL, "env unset for B is null");
 }
 
+/* The clock window's summary: median and range of the SM clock, shares of the reasons, and the power from the energy
+ * counter's first to last step (it steps at its own period, not at every reading). */
+static void test_clocks(void) {
+  bench_clock_sample s[8];
+  for (int i = 0; i < 8; ++i) {
+    s[i].t_ms = 40.0 * i;
+    s[i].sm_mhz = (unsigned)(1400 + (i % 3) * 10); /* 1400 1410 1420 1400 1410 1420 1400 1410 */
+    s[i].reasons = i < 6 ? (long long)BENCH_CLOCK_REASON_SW_POWER_CAP : 0;
+    s[i].energy_mj = 1000 + 7000 * (i / 3); /* steps at samples 3 and 6: 7,000 mJ over 120 ms */
+  }
+  s[7].reasons = (long long)BENCH_CLOCK_REASON_HW_THERMAL;
+  bench_clock_summary c;
+  bench_clock_summarize(s, 8, 75, &c);
+  EXPECT(c.samples == 8 && c.window_ms == 75 && c.sm_mhz_median == 1410 && c.sm_mhz_min == 1400 &&
+             c.sm_mhz_max == 1420,
+         "clock: %d samples, median %g, %g-%g", c.samples, c.sm_mhz_median, c.sm_mhz_min, c.sm_mhz_max);
+  EXPECT(fabs(c.power_w - 7000.0 / 120.0) < 1e-9, "power between the counter's steps: %g W", c.power_w);
+  for (int i = 0; i < 8; ++i) s[i].t_ms = 10.0 * i; /* the same steps 30 ms apart: under BENCH_POWER_MIN_MS */
+  bench_clock_summarize(s, 8, 75, &c);
+  EXPECT(c.power_w < 0, "steps too close: power %g", c.power_w);
+  EXPECT(c.power_cap_share == 0.75 && c.slowdown_share == 0.125, "shares %g, %g", c.power_cap_share, c.slowdown_share);
+  bench_clock_summarize(s, 5, 45, &c); /* one step only: the power is unknown */
+  EXPECT(c.samples == 5 && c.power_w < 0, "one step: power %g", c.power_w);
+  for (int i = 0; i < 8; ++i) s[i].reasons = s[i].energy_mj = -1;
+  bench_clock_summarize(s, 8, 75, &c);
+  EXPECT(c.power_w < 0 && c.power_cap_share < 0 && c.slowdown_share < 0, "nothing but the clock read");
+  bench_clock_summarize(s, 0, 12, &c);
+  EXPECT(c.samples == 0 && c.window_ms == 12 && c.sm_mhz_median < 0 && c.power_w < 0, "no samples");
+}
+
 int main(int argc, char** argv) {
   const char* json_path = argc > 2 && strcmp(argv[1], "--json") == 0 ? argv[2] : NULL;
   test_args();
   test_stats();
   test_paired_stats();
   test_floor();
+  test_clocks();
   test_writers(json_path);
   test_ab_writers();
   printf("test_bench_units: %d passed, %d failed\n", checks - failures, failures);
