@@ -208,6 +208,7 @@ int fp8moe_prepare_prologue(int32_t* usable);
 #define FP8MOE_STREAM_STAGES 6
 #define FP8MOE_STREAM_MAX_CTAS 160
 #define FP8MOE_STREAM_PARTIAL_FLOATS 8192
+#define FP8MOE_SM_PARTITION_WORDS 8 /* SMs 0..255 in the L2 partition map (l2_partition.cu) */
 #define FP8MOE_REQ_FUSED_STATIC 0 /* a2 = e4m3(a / given scale) in the epilogue */
 #define FP8MOE_REQ_FUSED_GROUP 1  /* a2 in 1×128 groups in the epilogue */
 #define FP8MOE_REQ_DEFERRED_TENSOR 2 /* fp32 intermediate + global amax, then quantize_rows */
@@ -264,6 +265,10 @@ typedef struct fp8moe_gemm1_args {
                                   gathered by token (docs/GPU.md "Expert-sorted activations") */
   int32_t decode_dense;        /* decode kernel only: 1 = its dense variant, 4 CTAs per SM with balanced rounds
                                   (kernels/gemm_decode.h; the plan's fp8moe_cuda_plan_decode_dense) */
+  int32_t partitioned;         /* sm90 one-CTA pair kernel with item_counter only: 1 = partitioned claims (two
+                                  counters, item_counter[0] and [1], both 0 at the start; gemm1_wgmma128_sm90.cu,
+                                  docs/GPU.md "L2 partitions"); 0 = one counter */
+  uint32_t sm_partition[FP8MOE_SM_PARTITION_WORDS]; /* with partitioned: bit s = SM s is in L2 partition 1 */
 } fp8moe_gemm1_args;
 int fp8moe_launch_gemm1(const fp8moe_gemm1_args* a, cudaStream_t stream);
 /* sm_90a: needs tile_m 64, w 16-byte aligned with strides multiples of 16, a->tma_encode; encodes the weight
@@ -286,6 +291,15 @@ int fp8moe_gemm1_sm90_alternate_fits(const fp8moe_gemm1_args* a); /* host: 1 whe
 /* Raises GEMM1's dynamic shared-memory limit on the current device (once, at context creation: not a
  * stream operation, so never inside run). */
 int fp8moe_prepare_gemm1(void);
+
+/* ---- l2_partition.cu: which SMs share an L2 partition (docs/GPU.md "L2 partitions") ---- */
+/* Measures it on the current device, once, at context creation (allocates a scratch buffer and synchronizes): all
+ * SMs' CTAs resident at once by a cooperative launch, CTA 0 reads every CTA's lines first, then each CTA times a
+ * chain of dependent loads through its own lines; SMs of CTA 0's partition find them in it, the others across the
+ * fabric. On success map[w] bit b = SM 32w + b is in the other partition than CTA 0's SM and *found = 1; where the
+ * groups do not separate (one L2, a restricted set of SMs, a cooperative launch refused) the map is all zero and
+ * *found = 0, which is not an error. Returns a cudaError_t. */
+int fp8moe_l2_partition_map(uint32_t map[FP8MOE_SM_PARTITION_WORDS], int32_t* found);
 
 /* ---- quantize_rows.cu: deferred requantization of the fp32 intermediate ---- */
 typedef struct fp8moe_quantize_rows_args {

@@ -311,6 +311,12 @@ static void sm90_variants(void) {
          "FALLBACK=m: both GEMMs in 2-CTA clusters, nothing else changed");
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "mn", 1);
   EXPECT(clusters_are(0), "FALLBACK=mn: n wins, one-CTA GEMMs");
+  EXPECT(fp8moe_cuda_plan_context_sm90_variant().gemm1_partitioned == 0, "default: the pair kernel's claims from one "
+         "counter");
+  setenv("FP8MOE_CUDA_GEMM_FALLBACK", "P", 1);
+  EXPECT(fp8moe_cuda_plan_context_sm90_variant().gemm1_partitioned == 1 &&
+             fp8moe_cuda_plan_context_sm90_variant().gemm1_claim == 1 && clusters_are(0),
+         "FALLBACK=P: the pair kernel's claims split by L2 partition, nothing else changed");
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "e", 1);
   EXPECT(variant_is(overlap, grouped, grouped) && clusters_are(0) &&
              fp8moe_cuda_plan_context_sm90_variant().gemm1_pair_cluster == 1 &&

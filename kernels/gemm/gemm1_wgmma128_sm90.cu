@@ -138,6 +138,27 @@ __device__ __forceinline__ int32_t exchange_claim(PairAddr sm, uint32_t rank, ui
   return v;
 }
 
+/* Partitioned claims (a.partitioned; one-CTA kernel, claimed items; docs/GPU.md "L2 partitions"): the items' first
+ * half in the grouped order is partition 0's, the rest partition 1's, each claimed from its own counter
+ * (a.item_counter[0], [1]) by the CTAs whose SM sits in that L2 partition (a.sm_partition, bit s for SM s), so the
+ * CTAs that share an expert's W13 slices and its A rows mostly read them through one partition, and the L2 fabric
+ * between the partitions carries each line once rather than per reading CTA. A CTA whose half is exhausted claims
+ * from the other; total (past the last item) when both are. */
+__device__ __forceinline__ uint32_t sm_partition(const fp8moe_gemm1_args& a) {
+  uint32_t s;
+  asm volatile("mov.u32 %0, %%smid;\n" : "=r"(s));
+  return s < 32u * FP8MOE_SM_PARTITION_WORDS ? (a.sm_partition[s >> 5] >> (s & 31u)) & 1u : 0u;
+}
+__device__ __forceinline__ int32_t claim_in_partition(const fp8moe_gemm1_args& a, uint32_t part, int32_t total) {
+  const int32_t half = total / 2; /* selects, not an array indexed by part (that one went to local memory) */
+  const int32_t own_base = part ? half : 0, own_n = part ? total - half : half;
+  const int32_t other_base = part ? 0 : half, other_n = total - own_n;
+  const int32_t i = static_cast<int32_t>(atomicAdd(a.item_counter + part, 1u));
+  if (i < own_n) return own_base + i;
+  const int32_t j = static_cast<int32_t>(atomicAdd(a.item_counter + (part ^ 1u), 1u));
+  return j < other_n ? other_base + j : total;
+}
+
 /* Item w's tile (ALT) or pair and its column block (fp8moe_sm90_item_at): with a.aligned_groups through the
  * expert-aligned group edges the consumers built, over tiles (ALT, build_group_edges) or over pairs
  * (build_pair_edges; docs/GPU.md "Expert-aligned groups"). */
@@ -171,10 +192,17 @@ __device__ __forceinline__ void produce_pairs(const fp8moe_gemm1_args& a, const 
   const uint32_t stride = static_cast<uint32_t>(a.x_stride); /* ≤ UINT32_MAX: the launcher checks */
   uint32_t it = 0;
   const bool claimed = a.item_counter != nullptr;
+  const bool parted = !CLUSTER && claimed && a.partitioned; /* the first item claimed too, from this SM's half */
+  const uint32_t part = parted ? sm_partition(a) : 0u;
   /* pairs and items are re-read from shared memory per item rather than kept live across the K loop */
   int32_t w = static_cast<int32_t>(blockIdx.x) / kPeers; /* the item, or the cluster's unit (gridDim.x / 2 clusters) */
   for (uint32_t k = 0;; ++k) {
     const int32_t pairs = ALT ? *a.num_tiles : ld_shared_s32(sm.num_pairs()), col_blocks = a.I / kBN;
+    if (parted && k == 0) { /* slot 1: rewritten only after item 0, when every thread has read it */
+      if (p == 0) st_shared_s32(sm.claim(1u), claim_in_partition(a, part, pairs * col_blocks));
+      producer_sync();
+      w = ld_shared_s32(sm.claim(1u));
+    }
     if (w >= (CLUSTER ? (pairs * col_blocks + 1) / 2 : pairs * col_blocks)) {
       if (claimed) end_claims(sm, it);
       break;
@@ -183,7 +211,8 @@ __device__ __forceinline__ void produce_pairs(const fp8moe_gemm1_args& a, const 
      * atomic's latency hides under this item's stages (the first wave takes the first gridDim.x / kPeers
      * without asking). */
     int32_t next = 0;
-    if (claimed && p == 0 && rank == 0)
+    if (parted && p == 0) next = claim_in_partition(a, part, pairs * col_blocks);
+    else if (claimed && p == 0 && rank == 0)
       next = static_cast<int32_t>(gridDim.x / kPeers + atomicAdd(a.item_counter, 1u));
     int32_t wi = w; /* this CTA's item */
     bool share = false;

@@ -42,6 +42,8 @@ typedef struct fp8moe_cuda_impl {
   int32_t gemm1_sparse_group; /* the same: GEMM1's alternating items' own group rule below a tile per expert */
   int32_t gemm2_sparse_group; /* the same: the 64-row GEMM2's sparse group rule below a tile per expert */
   int32_t gemm1_claim;        /* the same: the pair kernel's CTAs claim items in order (docs/GPU.md "Claimed items") */
+  int32_t gemm1_partitioned;  /* the same, and the L2 partitions measured at creation: claims split by partition */
+  uint32_t sm_partition[FP8MOE_SM_PARTITION_WORDS]; /* fp8moe_l2_partition_map's, where gemm1_partitioned */
   int32_t stream_handoff;     /* the same: the stream GEMMs' epilogue-warpgroup variant where the plan takes it */
   int32_t stream_pairs;       /* the same: the stream GEMMs' units of two tiles where the plan takes them */
   int32_t stream_align;       /* the same: the stream GEMMs' expert-aligned split where the plan allows it */
@@ -82,8 +84,10 @@ typedef struct fp8moe_cuda_layout {
 #define FP8MOE_CUDA_S_X_SCALE 2   /* fp32 */
 #define FP8MOE_CUDA_S_A2_AMAX 3   /* uint32 bits of the intermediate amax (dynamic per-tensor) */
 #define FP8MOE_CUDA_S_A2_SCALE 4  /* fp32 */
-#define FP8MOE_CUDA_S_GEMM1_ITEMS 5 /* uint32: the sm90 pair kernel's claimed-item counter */
+#define FP8MOE_CUDA_S_GEMM1_ITEMS 5 /* uint32 [2]: the sm90 pair kernel's claimed-item counters (one per L2
+                                       partition where its claims are partitioned, else [0]) */
 #define FP8MOE_CUDA_S_STREAM_COUNTERS 8 /* uint32 [FP8MOE_STREAM_MAX_CTAS]: the stream GEMMs' unit counters */
+_Static_assert(FP8MOE_CUDA_S_GEMM1_ITEMS + 2 <= FP8MOE_CUDA_S_STREAM_COUNTERS, "GEMM1's two counters");
 #define FP8MOE_CUDA_S_WORDS (8 + FP8MOE_STREAM_MAX_CTAS) /* ≤ 512: the prologue's one-block zeroing */
 
 /* cc: the device's compute capability (the kernel plan's tile height depends on it). */

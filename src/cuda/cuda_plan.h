@@ -111,6 +111,8 @@ typedef struct fp8moe_sm90_variant {
   int32_t gemm1_sparse_group; /* 1: GEMM1's alternating items below one tile per expert by their own group rule;
                                  0 ("4"): GEMM1's rule (docs/GPU.md "GEMM1's groups below a tile per expert") */
   int32_t gemm2_sparse_group; /* 1: the 64-row GEMM2 below one tile per expert by its sparse rule; 0 ("0"): its own */
+  int32_t gemm1_partitioned;  /* 1 ("P"): the pair kernel's claimed items split by L2 partition where the context
+                                 measured the partitions (docs/GPU.md "L2 partitions"); 0: one counter */
 } fp8moe_sm90_variant;
 
 /* At context creation: the default variant (data in cuda_plan.c: both GEMMs grouped), with each letter
@@ -124,7 +126,8 @@ typedef struct fp8moe_sm90_variant {
  * from expert-sorted rows by TMA wherever they can, "8" never (wins over "7"), "5" the 64-row GEMM2's groups by
  * GEMM1's rule, "6" its groups without expert-aligned edges, "9" GEMM1's alternating items' groups without them,
  * "4" those items' groups by GEMM1's rule at every size, "0" the 64-row GEMM2's own rule below a tile per expert too,
- * "A" the 128-row GEMM1's pair items' groups without expert-aligned edges.
+ * "A" the 128-row GEMM1's pair items' groups without expert-aligned edges; "P" (on, where the others turn off) the
+ * pair kernel's claimed items split by L2 partition (docs/GPU.md "L2 partitions").
  * Letters of the other switches ("1", "2", "d", "k", "j", "p", "c", "s") leave it. */
 fp8moe_sm90_variant fp8moe_cuda_plan_context_sm90_variant(void);
 

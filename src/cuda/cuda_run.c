@@ -332,6 +332,8 @@ static int32_t experts(const fp8moe_cuda_impl* impl, const fp8moe_problem* p, co
   }
   /* zeroed with the scalar words; read only by the pair kernel */
   g->item_counter = impl->gemm1_claim ? words + FP8MOE_CUDA_S_GEMM1_ITEMS : NULL;
+  g->partitioned = g->item_counter != NULL && impl->gemm1_partitioned; /* the one-CTA pair kernel reads it */
+  memcpy(g->sm_partition, impl->sm_partition, sizeof g->sm_partition);
   int e1;
   if (stream) e1 = fp8moe_launch_gemm1_stream(g, s);
   else if (decode) e1 = fp8moe_launch_gemm1_decode(g, s);
