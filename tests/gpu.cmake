@@ -12,9 +12,10 @@ if(FP8MOE_WITH_CUDA AND TARGET fp8moe_test_ref)
   # docs/GPU.md): GEMM2 column-block major with the serial main loop, the early-release main loop, the
   # ungrouped item orders of before (GEMM1 column-block major, GEMM2 tile major), the 2-CTA cluster
   # kernels with TMA multicast, and both GEMMs' groups of before sessions 46–48 and 55 (GEMM2 by GEMM1's rule, plain
-  # edges in both: docs/GPU.md "GEMM2's group size", "Expert-aligned groups"). The quick subset: each variant is a
-  # different schedule of the same arithmetic, and the full sweep of the default already costs minutes of device time.
-  foreach(_variant qo r u m 04569A)
+  # edges in both: docs/GPU.md "GEMM2's group size", "Expert-aligned groups"), and the pair kernel's claims split by
+  # L2 partition ("P", opt-in: docs/GPU.md "L2 partitions"). The quick subset: each variant is a different schedule
+  # of the same arithmetic, and the full sweep of the default already costs minutes of device time.
+  foreach(_variant qo r u m 04569A P)
     add_test(NAME test_gpu_sweep_sm90_${_variant} COMMAND test_gpu_sweep --quick)
     set_tests_properties(test_gpu_sweep_sm90_${_variant} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600 LABELS gpu
                          ENVIRONMENT "FP8MOE_LIBRARY=$<TARGET_FILE:fp8moe>;FP8MOE_CUDA_GEMM_FALLBACK=${_variant}")
