@@ -114,9 +114,11 @@ bench_clocks* bench_clocks_open(int cuda_device, char* note, size_t note_size) {
   }
   if (c->reasons && c->reasons(c->dev, &v) != 0) c->reasons = NULL;
   if (c->energy && c->energy(c->dev, &v) != 0) c->energy = NULL;
-  if (pthread_mutex_init(&c->mu, NULL) != 0 || pthread_cond_init(&c->cv, NULL) != 0 ||
-      pthread_create(&c->thread, NULL, sample_loop, c) != 0) {
+  const int mu = pthread_mutex_init(&c->mu, NULL) == 0, cv = mu && pthread_cond_init(&c->cv, NULL) == 0;
+  if (!cv || pthread_create(&c->thread, NULL, sample_loop, c) != 0) {
     snprintf(note, note_size, "clocks not sampled: no sampling thread");
+    if (cv) pthread_cond_destroy(&c->cv);
+    if (mu) pthread_mutex_destroy(&c->mu);
     if (c->shutdown) c->shutdown();
     dlclose(so);
     free(c);

@@ -102,23 +102,28 @@ int fp8moe_l2_partition_map(uint32_t map[FP8MOE_SM_PARTITION_WORDS], int32_t* fo
     e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, l2_partition_kernel, kThreads, smem);
   if (e != cudaSuccess || per_sm != 1) return e;
   const size_t line_bytes = static_cast<size_t>(sms) * kLines * kLineWords * 4;
+  const size_t bytes = line_bytes + 256 + 2 * sizeof(unsigned) * kMaxSms;
   uint8_t* d = nullptr;
-  e = cudaMalloc(&d, line_bytes + 256 + 2 * sizeof(unsigned) * kMaxSms);
+  cudaStream_t s = nullptr; /* its own stream: the legacy one would wait for the host's other work */
+  e = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
   if (e != cudaSuccess) return e;
+  e = cudaMalloc(&d, bytes);
   const uint32_t* buf = reinterpret_cast<const uint32_t*>(d);
   unsigned* arrive = reinterpret_cast<unsigned*>(d + line_bytes);
   unsigned* sm_of = reinterpret_cast<unsigned*>(d + line_bytes + 256);
   unsigned* cycles = sm_of + kMaxSms;
   unsigned h_sm[kMaxSms], h_cycles[kMaxSms];
-  e = cudaMemset(d + line_bytes, 0, 256 + 2 * sizeof(unsigned) * kMaxSms); /* the lines stay unwritten */
+  if (e == cudaSuccess) e = cudaMemsetAsync(d + line_bytes, 0, bytes - line_bytes, s); /* the lines stay unwritten */
   uint32_t zero = 0;
   void* args[] = {&buf, &zero, &arrive, &sm_of, &cycles};
   if (e == cudaSuccess)
     e = cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(l2_partition_kernel), dim3(sms), dim3(kThreads),
-                                    args, smem, 0);
-  if (e == cudaSuccess) e = cudaMemcpy(h_sm, sm_of, sizeof(unsigned) * sms, cudaMemcpyDeviceToHost);
-  if (e == cudaSuccess) e = cudaMemcpy(h_cycles, cycles, sizeof(unsigned) * sms, cudaMemcpyDeviceToHost);
+                                    args, smem, s);
+  if (e == cudaSuccess) e = cudaMemcpyAsync(h_sm, sm_of, sizeof(unsigned) * sms, cudaMemcpyDeviceToHost, s);
+  if (e == cudaSuccess) e = cudaMemcpyAsync(h_cycles, cycles, sizeof(unsigned) * sms, cudaMemcpyDeviceToHost, s);
+  if (e == cudaSuccess) e = cudaStreamSynchronize(s);
   cudaFree(d);
+  cudaStreamDestroy(s);
   if (e == cudaErrorCooperativeLaunchTooLarge) { /* a restricted set of SMs (MPS, green contexts): no map */
     (void)cudaGetLastError();
     return cudaSuccess;
