@@ -298,8 +298,16 @@ int fp8moe_prepare_gemm1(void);
  * chain of dependent loads through its own lines; SMs of CTA 0's partition find them in it, the others across the
  * fabric. On success map[w] bit b = SM 32w + b is in the other partition than CTA 0's SM and *found = 1; where the
  * groups do not separate (one L2, a restricted set of SMs, a cooperative launch refused) the map is all zero and
- * *found = 0, which is not an error. Returns a cudaError_t. */
-int fp8moe_l2_partition_map(uint32_t map[FP8MOE_SM_PARTITION_WORDS], int32_t* found);
+ * *found = 0, which is not an error. readings (NULL: not wanted) receives what the map was made from, where the kernel
+ * ran (tools/l2_partition_probe prints it). Returns a cudaError_t. */
+typedef struct fp8moe_l2_partition_readings {
+  int32_t ctas;                                      /* one per SM; 0 where the kernel did not run */
+  uint32_t sm[32 * FP8MOE_SM_PARTITION_WORDS];       /* CTA i's SM */
+  uint32_t cycles[32 * FP8MOE_SM_PARTITION_WORDS];   /* its cycles per dependent load */
+  uint32_t gap, cut; /* the widest gap between the sorted cycles, and the upper group's lowest value */
+} fp8moe_l2_partition_readings;
+int fp8moe_l2_partition_map(uint32_t map[FP8MOE_SM_PARTITION_WORDS], int32_t* found,
+                            fp8moe_l2_partition_readings* readings);
 
 /* ---- quantize_rows.cu: deferred requantization of the fp32 intermediate ---- */
 typedef struct fp8moe_quantize_rows_args {

@@ -3,7 +3,7 @@
  * that partition, and an SM of the other reads it across the fabric. ncu puts the pair GEMM1 at deepseek-v3
  * T = 8192 at 85 % of the fabric's cycles, so its claimed items are split by partition (gemm1_wgmma128_sm90.cu,
  * "Partitioned claims"), which needs the map this file measures: by latency, since no register names a
- * partition (tools/l2_partition_probe.cu is the same measurement with every number printed). */
+ * partition (tools/l2_partition_probe prints the readings). */
 #include <cuda_runtime.h>
 #include <stdint.h>
 #include <string.h>
@@ -66,7 +66,7 @@ __global__ void __launch_bounds__(kThreads) l2_partition_kernel(const uint32_t* 
 
 /* The widest gap between the sorted values: the groups below and from it. 1 where it is at least kMinGap cycles
  * and the smaller group holds at least a quarter of the CTAs; *cut = the lowest value of the upper group. */
-int split_at_gap(const unsigned* cycles, int n, unsigned* cut) {
+int split_at_gap(const unsigned* cycles, int n, unsigned* cut, unsigned* gap) {
   unsigned v[kMaxSms];
   for (int i = 0; i < n; ++i) v[i] = cycles[i];
   for (int i = 1; i < n; ++i)
@@ -75,19 +75,21 @@ int split_at_gap(const unsigned* cycles, int n, unsigned* cut) {
       v[j] = v[j - 1];
       v[j - 1] = t;
     }
-  unsigned gap = 0;
+  *gap = 0;
   int at = 0;
   for (int i = 1; i < n; ++i)
-    if (v[i] - v[i - 1] > gap) gap = v[i] - v[i - 1], at = i;
+    if (v[i] - v[i - 1] > *gap) *gap = v[i] - v[i - 1], at = i;
   *cut = v[at];
-  return gap >= kMinGap && 4 * at >= n && 4 * (n - at) >= n;
+  return *gap >= kMinGap && 4 * at >= n && 4 * (n - at) >= n;
 }
 
 }  // namespace
 
-int fp8moe_l2_partition_map(uint32_t map[FP8MOE_SM_PARTITION_WORDS], int32_t* found) {
+int fp8moe_l2_partition_map(uint32_t map[FP8MOE_SM_PARTITION_WORDS], int32_t* found,
+                            fp8moe_l2_partition_readings* readings) {
   memset(map, 0, sizeof(uint32_t) * FP8MOE_SM_PARTITION_WORDS);
   *found = 0;
+  if (readings) memset(readings, 0, sizeof *readings);
   int dev = 0, sms = 0, coop = 0, smem_sm = 0;
   cudaError_t e = cudaGetDevice(&dev);
   if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
@@ -128,8 +130,17 @@ int fp8moe_l2_partition_map(uint32_t map[FP8MOE_SM_PARTITION_WORDS], int32_t* fo
     (void)cudaGetLastError();
     return cudaSuccess;
   }
-  unsigned cut = 0;
-  if (e != cudaSuccess || !split_at_gap(h_cycles, sms, &cut)) return e;
+  if (e != cudaSuccess) return e;
+  unsigned cut = 0, gap = 0;
+  const int split = split_at_gap(h_cycles, sms, &cut, &gap);
+  if (readings) {
+    readings->ctas = sms;
+    memcpy(readings->sm, h_sm, sizeof(unsigned) * sms);
+    memcpy(readings->cycles, h_cycles, sizeof(unsigned) * sms);
+    readings->gap = gap;
+    readings->cut = cut;
+  }
+  if (!split) return cudaSuccess;
   for (int b = 0; b < sms; ++b)
     if (h_cycles[b] >= cut && h_sm[b] < static_cast<unsigned>(kMaxSms)) map[h_sm[b] >> 5] |= 1u << (h_sm[b] & 31u);
   *found = 1;

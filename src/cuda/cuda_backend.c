@@ -125,7 +125,8 @@ static int32_t cuda_create(struct fp8moe_context* ctx, const fp8moe_context_args
     /* docs/GPU.md "L2 partitions": measured only where the pair kernel's claims would use it; a failed measurement
      * (no memory for its 4 MB, say) leaves the one-counter claims rather than failing the context */
     if (e == cudaSuccess && impl->compute_capability == 90 && impl->tma_encode != NULL && sm90.gemm1_partitioned &&
-        sm90.gemm1_claim && fp8moe_l2_partition_map(impl->sm_partition, &impl->gemm1_partitioned) != cudaSuccess) {
+        sm90.gemm1_claim &&
+        fp8moe_l2_partition_map(impl->sm_partition, &impl->gemm1_partitioned, NULL) != cudaSuccess) {
       impl->gemm1_partitioned = 0;
       (void)cudaGetLastError();  /* a failure that leaves the device usable is forgotten */
       e = cudaPeekAtLastError(); /* a sticky one fails the context, as any device fault would */
