@@ -113,17 +113,18 @@ __device__ __forceinline__ float finite_abs(float x) { return isfinite(x) ? fabs
 /* s = max(amax / 448, FLT_MIN), IEEE division. */
 __device__ __forceinline__ float dynamic_scale(float amax) { return fmaxf(amax / kE4m3Max, 1.17549435e-38f); }
 
-/* A scale as the encoding divides by it: where fp8moe_scale_div_fast_ok(s), x / s comes by the correctly rounded
- * reciprocal and one correction (kernels/scale_div.h: the same e4m3 codes as the IEEE division, checked by
- * tests/test_scale_div.c; GEMM1's requantization does the same), ~4 instructions per element instead of the
- * division's ~9 and its slow-path test; otherwise by division. One scale covers a warp's group or a whole row, so
- * the path is uniform where it is chosen. */
+/* A scale as the encoding divides by it: where fp8moe_scale_div_fast_for(s, amax) (amax: the group's finite amax,
+ * NaN where none is known), x / s comes by the correctly rounded reciprocal and one correction
+ * (kernels/scale_div.h: the same e4m3 codes as the IEEE division, checked by tests/test_scale_div.c; GEMM1's
+ * requantization does the same), ~4 instructions per element instead of the division's ~9 and its slow-path
+ * test; otherwise by division. One scale covers a warp's group or a whole row, so the path is uniform where it
+ * is chosen. */
 struct EncodeScale {
   float s, r;
   bool fast;
 };
-__device__ __forceinline__ EncodeScale encode_scale(float s) {
-  return {s, __frcp_rn(s), fp8moe_scale_div_fast_ok(s) != 0};
+__device__ __forceinline__ EncodeScale encode_scale(float s, float amax) {
+  return {s, __frcp_rn(s), fp8moe_scale_div_fast_for(s, amax) != 0};
 }
 
 __device__ __forceinline__ uint32_t quant4(float4 v, const EncodeScale& q) {

@@ -20,7 +20,7 @@ __global__ void __launch_bounds__(256) quantize_rows_kernel(fp8moe_quantize_rows
   const uint32_t amax = *static_cast<const volatile uint32_t*>(a.per_row ? a.amax + r : a.amax);
   if (r >= static_cast<int64_t>(tiles) * a.tile_m) return;
   const float s = dynamic_scale(__uint_as_float(amax));
-  const EncodeScale q = encode_scale(s);
+  const EncodeScale q = encode_scale(s, __uint_as_float(amax));
   if (threadIdx.x == 0 && (a.per_row || r == 0)) a.a2s[a.per_row ? r : 0] = s;
   const float4* src = reinterpret_cast<const float4*>(a.inter + r * a.I);
   uint32_t* dst = reinterpret_cast<uint32_t*>(a.a2q + r * a.I);

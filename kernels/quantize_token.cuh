@@ -141,7 +141,7 @@ __device__ __forceinline__ void quantize_token(const fp8moe_quantize_input_args&
 #pragma unroll
         for (int o = 8; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o)); /* within the half */
         const float s = dynamic_scale(m);
-        const EncodeScale q = encode_scale(s);
+        const EncodeScale q = encode_scale(s, m);
         if (g < groups) {
           if constexpr (SORTED)
             store_sorted(a, dest_rows, t, (g * 16 + hl) * 8, make_uint2(quant4(lo, q), quant4(hi, q)));
@@ -152,17 +152,19 @@ __device__ __forceinline__ void quantize_token(const fp8moe_quantize_input_args&
     }
     return;
   }
-  float s;
+  float s, m = NAN; /* m: the finite amax behind a dynamic scale (none for a static one) */
   if (a.mode == FP8MOE_ACTQ_STATIC) {
     s = kref_at(a.static_scale, 0);
   } else if (a.mode == FP8MOE_ACTQ_DYN_TENSOR) {
-    s = dynamic_scale(__uint_as_float(*a.amax));
+    m = __uint_as_float(*a.amax);
+    s = dynamic_scale(m);
     if (t == 0 && threadIdx.x == 0) a.xs[0] = s;
   } else {
-    s = dynamic_scale(block_max<THREADS>(thread_amax<THREADS>(a, t, wt)));
+    m = block_max<THREADS>(thread_amax<THREADS>(a, t, wt));
+    s = dynamic_scale(m);
     if (threadIdx.x == 0) a.xs[t] = s;
   }
-  const EncodeScale q = encode_scale(s);
+  const EncodeScale q = encode_scale(s, m);
   for (int64_t i0 = threadIdx.x * 4; i0 < a.H; i0 += kQuantBatch * THREADS * 4) {
     uint2 raw[kQuantBatch];
     load_pieces<THREADS>(a, t, i0, raw);

@@ -19,6 +19,17 @@
 
 FP8MOE_SCALE_DIV_FN int fp8moe_scale_div_fast_ok(float s) { return s >= 0x1p-100f && s <= 0x1p100f; }
 
+/* The same for a group whose finite amax is known: also where it is 0 and s is in [2^-126, 2^100] (a dynamic
+ * scale of an all-zero group is FLT_MIN = 2^-126, e.g. every padding row of GEMM1's tiles). Then every finite x of
+ * the group is ±0 and r = 1/s is a finite normal number, so q0 = x·r is ±0 with x's sign, the remainder is +0 and
+ * q0 is returned: x / s exactly; ±Inf gives ±Inf, NaN NaN, as the division does. Without this such groups took
+ * the IEEE division per element (GEMM1's requantizing epilogue: a warp holding one padding row divided all its
+ * 64 elements that way, a serial FCHK/branch chain; docs/GPU.md "The requantization of zero rows"). amax < 0 or
+ * NaN (no amax known: a static scale) never selects it. */
+FP8MOE_SCALE_DIV_FN int fp8moe_scale_div_fast_for(float s, float amax) {
+  return fp8moe_scale_div_fast_ok(s) || (amax == 0.0f && s >= 0x1p-126f && s <= 0x1p100f);
+}
+
 /* r = the correctly rounded 1/s (device: __frcp_rn; C: 1.0f / s). ±0 stays ±0 (the correction would give +0 for
  * −0), NaN stays NaN, an infinite q0 is kept (the e4m3 encoding saturates it as it does x / s). */
 FP8MOE_SCALE_DIV_FN float fp8moe_scale_div(float x, float s, float r) {

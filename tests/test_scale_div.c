@@ -1,7 +1,8 @@
 /* test_scale_div.c — the requantization's division by a scale through its reciprocal (kernels/scale_div.h) gives
  * the e4m3 codes that x / s gives, on the host (no GPU): random operands over the whole exponent range (subnormal x
  * included), quotients on and next to the e4m3 grid, quotients near 448 and beyond, and the special values (±0, ±Inf,
- * NaN), for every scale fp8moe_scale_div_fast_ok admits. Also shown: the fp32 quotients themselves differ for tiny
+ * NaN), for every scale fp8moe_scale_div_fast_ok admits, and all-zero groups down to FLT_MIN
+ * (fp8moe_scale_div_fast_for). Also shown: the fp32 quotients themselves differ for tiny
  * x (so the codes are what is compared), and scales below 2^-100 are refused, where the codes do differ. */
 #include <math.h>
 #include <stdint.h>
@@ -78,6 +79,24 @@ int main(void) {
   EXPECT(!fp8moe_scale_div_fast_ok(0x1p-101f) && !fp8moe_scale_div_fast_ok(1.17549435e-38f) &&
              !fp8moe_scale_div_fast_ok(0x1p101f) && !fp8moe_scale_div_fast_ok(NAN) && fp8moe_scale_div_fast_ok(1.0f),
          "the fast range is [2^-100, 2^100]");
+  /* All-zero groups (finite amax 0: GEMM1's padding rows, whose dynamic scale is FLT_MIN): every finite x is ±0, so
+   * fp8moe_scale_div_fast_for also admits scales down to 2^-126 there; the quotients are x / s bit for bit, and so
+   * are ±Inf and NaN (excluded from the amax). */
+  const float zero_group[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN};
+  const float low_scales[] = {0x1p-126f, 1.17549435e-38f, 0x1.8p-126f, 0x1p-113f, 0x1p-101f, 1.0f, 0x1p100f};
+  for (size_t a = 0; a < sizeof zero_group / sizeof zero_group[0]; ++a)
+    for (size_t b = 0; b < sizeof low_scales / sizeof low_scales[0]; ++b) {
+      const float x = zero_group[a], sc = low_scales[b], q = fp8moe_scale_div(x, sc, 1.0f / sc);
+      EXPECT(fp8moe_scale_div_fast_for(sc, 0.0f), "an all-zero group may take the reciprocal path at s = %a", sc);
+      EXPECT(!codes_differ(x, sc), "all-zero group: x = %a, s = %a", x, sc);
+      EXPECT(isnan(x) ? isnan(q) : bits_of(q) == bits_of(x / sc), "all-zero group: the fp32 quotient of %a / %a", x,
+             sc);
+    }
+  EXPECT(!fp8moe_scale_div_fast_for(0x1p-101f, 0x1p-120f) && !fp8moe_scale_div_fast_for(0x1p-127f, 0.0f) &&
+             !fp8moe_scale_div_fast_for(0x1p101f, 0.0f) && !fp8moe_scale_div_fast_for(NAN, 0.0f) &&
+             !fp8moe_scale_div_fast_for(0x1p-126f, NAN) && !fp8moe_scale_div_fast_for(0x1p-126f, -0x1p-126f) &&
+             fp8moe_scale_div_fast_for(1.0f, NAN),
+         "a nonzero, unknown or negative amax keeps the fast range; an all-zero group widens it to [2^-126, 2^100]");
   long below = 0;
   for (long i = 0; i < 2000000L; ++i) {
     const float s = fabsf(random_float(-126, -120)), x = s * e4m3_midpoint();

@@ -493,7 +493,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       for (int h = 0; h < 2; ++h) {
         s[h] = a.requant == FP8MOE_REQ_FUSED_GROUP ? dynamic_scale(m[h]) : kref_at(a.a2_static, 0);
         r[h] = __frcp_rn(s[h]);
-        fast = fast && fp8moe_scale_div_fast_ok(s[h]);
+        fast = fast && fp8moe_scale_div_fast_for(s[h], m[h]); /* m: the group's finite amax (padding rows: 0) */
       }
       /* one path per warp: the stores below shuffle across the quad (scales differ per row under FUSED_GROUP) */
       fast = __all_sync(0xffffffffu, fast);
