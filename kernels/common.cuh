@@ -110,6 +110,14 @@ __device__ __forceinline__ void named_arrive(int threads) {
 /* |x| when finite, else 0: dynamic scales ignore NaN and ±Inf (docs/DESIGN.md). */
 __device__ __forceinline__ float finite_abs(float x) { return isfinite(x) ? fabsf(x) : 0.0f; }
 
+/* max(a, b) that returns NaN where either is NaN (max.NaN; fmaxf drops a NaN operand): a running max of |x| then
+ * stays finite exactly where every x was finite, so one test at the end replaces finite_abs's per element. */
+__device__ __forceinline__ float fmax_nan(float a, float b) {
+  float d;
+  asm("max.NaN.f32 %0, %1, %2;\n" : "=f"(d) : "f"(a), "f"(b));
+  return d;
+}
+
 /* s = max(amax / 448, FLT_MIN), IEEE division. */
 __device__ __forceinline__ float dynamic_scale(float amax) { return fmaxf(amax / kE4m3Max, 1.17549435e-38f); }
 

@@ -42,4 +42,19 @@ FP8MOE_SCALE_DIV_FN float fp8moe_scale_div(float x, float s, float r) {
   return (isfinite(q0) && rem != 0.0f) ? fmaf(rem, r, q0) : q0;
 }
 
+/* fp8moe_scale_div where the caller knows q0 = x·r is finite (GEMM1's requantization checks it once per warp: every
+ * |x| ≤ the group's finite amax, and amax·r finite): the correction is applied unconditionally and the sign taken
+ * from x. Where the remainder is 0 the correction adds ±0 to q0, which changes q0 only when q0 is ±0 (x = −0 would
+ * give +0), and the sign restores that; elsewhere the quotient is nonzero with x's sign (s > 0), or ±0 with x's sign
+ * after an underflow, so the sign changes nothing. Equal to fp8moe_scale_div bit for bit for every finite q0
+ * (tests/test_scale_div.c), without its two tests and select per element. */
+FP8MOE_SCALE_DIV_FN float fp8moe_scale_div_finite(float x, float s, float r) {
+#if defined(__CUDA_ARCH__)
+  const float q0 = __fmul_rn(x, r);
+#else
+  const float q0 = x * r;
+#endif
+  return copysignf(fmaf(fmaf(-q0, s, x), r, q0), x);
+}
+
 #endif /* FP8MOE_KERNELS_SCALE_DIV_H */

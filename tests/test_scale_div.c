@@ -47,7 +47,7 @@ static int codes_differ(float x, float s) {
 }
 
 int main(void) {
-  long mismatches = 0, fp32_differ = 0, n = 0;
+  long mismatches = 0, fp32_differ = 0, n = 0, finite_n = 0, finite_differ = 0;
   for (long i = 0; i < 20000000L; ++i) {
     const float s = fabsf(random_float(-100, 100));
     if (!fp8moe_scale_div_fast_ok(s)) continue;
@@ -65,6 +65,10 @@ int main(void) {
       ++mismatches;
     }
     if (bits_of(fp8moe_scale_div(x, s, 1.0f / s)) != bits_of(x / s)) ++fp32_differ;
+    if (isfinite(x * (1.0f / s))) {
+      ++finite_n;
+      finite_differ += bits_of(fp8moe_scale_div_finite(x, s, 1.0f / s)) != bits_of(fp8moe_scale_div(x, s, 1.0f / s));
+    }
   }
   EXPECT(n > 10000000L, "random operands: %ld", n);
   EXPECT(mismatches == 0, "e4m3 codes of the reciprocal path against x / s: %ld of %ld differ", mismatches, n);
@@ -75,6 +79,16 @@ int main(void) {
     for (size_t b = 0; b < sizeof scales / sizeof scales[0]; ++b)
       EXPECT(!codes_differ(specials[a], scales[b]), "special x = %a, s = %a", specials[a], scales[b]);
   EXPECT(bits_of(fp8moe_scale_div(-0.0f, 1.0f, 1.0f)) == bits_of(-0.0f), "−0 stays −0");
+  EXPECT(finite_n > n / 2 && finite_differ == 0,
+         "fp8moe_scale_div_finite equals fp8moe_scale_div wherever x·r is finite: %ld of %ld differ", finite_differ,
+         finite_n);
+  for (size_t a = 0; a < sizeof specials / sizeof specials[0]; ++a)
+    for (size_t b = 0; b < sizeof scales / sizeof scales[0]; ++b) {
+      const float x = specials[a], sc = scales[b];
+      if (isfinite(x * (1.0f / sc)))
+        EXPECT(bits_of(fp8moe_scale_div_finite(x, sc, 1.0f / sc)) == bits_of(fp8moe_scale_div(x, sc, 1.0f / sc)),
+               "fp8moe_scale_div_finite, special x = %a, s = %a", x, sc);
+    }
   /* Scales the kernels keep on IEEE division: near FLT_MIN the remainder underflows and codes do differ. */
   EXPECT(!fp8moe_scale_div_fast_ok(0x1p-101f) && !fp8moe_scale_div_fast_ok(1.17549435e-38f) &&
              !fp8moe_scale_div_fast_ok(0x1p101f) && !fp8moe_scale_div_fast_ok(NAN) && fp8moe_scale_div_fast_ok(1.0f),

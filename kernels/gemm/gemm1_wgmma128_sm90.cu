@@ -451,6 +451,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (SCALE == FP8MOE_SCALE_ROW)
 #pragma unroll
       for (int h = 0; h < 2; ++h) sx[h] = tok[h] >= 0 ? kref_at(a.x_scale, tok[h]) : 0.0f;
+    /* m: max |v| of the thread's two rows, NaN-propagating (fmax_nan); the finite amax after the test below */
     float m[2] = {0.0f, 0.0f};
     /* The activation is chosen once per item, outside the 64-element loop (ACT is a compile-time constant in each
      * copy): one loop body per activation instead of both inlined per element behind a branch, half the
@@ -474,16 +475,29 @@ __global__ void __launch_bounds__(kThreads, 1)
         float v = gated_activation(decltype(act)::value, gv, uv);
         if (SORTED) v = tok[h] >= 0 ? v : 0.0f; /* a padding row's A was never written: its outputs are zeros */
         acc_g[i] = v;
-        m[h] = fmaxf(m[h], finite_abs(v));
+        m[h] = fmax_nan(m[h], fabsf(v));
       }
     };
     if (a.activation == FP8MOE_ACTIVATION_GEGLU) activate(ActivationTag<FP8MOE_ACTIVATION_GEGLU>{});
     else activate(ActivationTag<FP8MOE_ACTIVATION_SWIGLU>{});
-    /* A row's 128 columns are spread over the 4 lanes of its quad (t = 0..3): its group amax. */
+    /* A row's 128 columns are spread over the 4 lanes of its quad (t = 0..3): its group amax. Where every value of
+     * the warp's rows is finite, max |v| is the finite amax (finite_abs's); otherwise (an overflowing activation, a
+     * NaN: rare, the branch warp-uniform) the finite amax comes element by element as before. Max is exact, so
+     * either way the same value as finite_abs's per element. */
+    auto quad_amax = [&](auto combine) {
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      m[h] = fmaxf(m[h], __shfl_xor_sync(0xffffffffu, m[h], 1));
-      m[h] = fmaxf(m[h], __shfl_xor_sync(0xffffffffu, m[h], 2));
+      for (int h = 0; h < 2; ++h) {
+        m[h] = combine(m[h], __shfl_xor_sync(0xffffffffu, m[h], 1));
+        m[h] = combine(m[h], __shfl_xor_sync(0xffffffffu, m[h], 2));
+      }
+    };
+    quad_amax([](float x, float y) { return fmax_nan(x, y); });
+    const bool rows_finite = __all_sync(0xffffffffu, isfinite(m[0]) & isfinite(m[1]));
+    if (!rows_finite) {
+      m[0] = m[1] = 0.0f;
+#pragma unroll
+      for (int i = 0; i < 64; ++i) m[acc_half(i)] = fmaxf(m[acc_half(i)], finite_abs(acc_g[i]));
+      quad_amax([](float x, float y) { return fmaxf(x, y); });
     }
     const int64_t grow[2] = {row0 + rr[0], row0 + rr[1]};
     if (a.requant == FP8MOE_REQ_FUSED_GROUP || a.requant == FP8MOE_REQ_FUSED_STATIC) {
@@ -493,10 +507,12 @@ __global__ void __launch_bounds__(kThreads, 1)
       for (int h = 0; h < 2; ++h) {
         s[h] = a.requant == FP8MOE_REQ_FUSED_GROUP ? dynamic_scale(m[h]) : kref_at(a.a2_static, 0);
         r[h] = __frcp_rn(s[h]);
-        fast = fast && fp8moe_scale_div_fast_for(s[h], m[h]); /* m: the group's finite amax (padding rows: 0) */
+        /* m: the group's finite amax (padding rows: 0); every |x| ≤ m, so x·r is finite where m·r is */
+        fast = fast && fp8moe_scale_div_fast_for(s[h], m[h]) && isfinite(__fmul_rn(m[h], r[h]));
       }
-      /* one path per warp: the stores below shuffle across the quad (scales differ per row under FUSED_GROUP) */
-      fast = __all_sync(0xffffffffu, fast);
+      /* one path per warp: the stores below shuffle across the quad (scales differ per row under FUSED_GROUP);
+       * with a non-finite value in the warp's rows (rare) the IEEE division */
+      fast = __all_sync(0xffffffffu, fast) && rows_finite;
       /* 8-byte stores: the quad's 4 lanes hold 2 codes each of every 8-column chunk; per 4 chunks two shuffles
        * transpose them so lane t stores chunk t's 8 codes (one 32-byte sector per row per warp instruction). The
        * e4m3 codes of x / s come by the reciprocal and one correction where the scales allow it (scale_div.h: the
@@ -523,7 +539,7 @@ __global__ void __launch_bounds__(kThreads, 1)
             *reinterpret_cast<uint2*>(a.a2q + grow[h] * a.I + n0 + 8 * (4 * jj + t)) = w;
           }
       };
-      if (fast) store([&](float x, int h) { return fp8moe_scale_div(x, s[h], r[h]); });
+      if (fast) store([&](float x, int h) { return fp8moe_scale_div_finite(x, s[h], r[h]); });
       else store([&](float x, int h) { return x / s[h]; });
       if (a.requant == FP8MOE_REQ_FUSED_GROUP && t == 0)
 #pragma unroll
