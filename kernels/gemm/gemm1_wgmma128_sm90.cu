@@ -484,20 +484,20 @@ __global__ void __launch_bounds__(kThreads, 1)
      * the warp's rows is finite, max |v| is the finite amax (finite_abs's); otherwise (an overflowing activation, a
      * NaN: rare, the branch warp-uniform) the finite amax comes element by element as before. Max is exact, so
      * either way the same value as finite_abs's per element. */
-    auto quad_amax = [&](auto combine) {
+    auto quad_amax = [&]() {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        m[h] = combine(m[h], __shfl_xor_sync(0xffffffffu, m[h], 1));
-        m[h] = combine(m[h], __shfl_xor_sync(0xffffffffu, m[h], 2));
+        m[h] = fmax_nan(m[h], __shfl_xor_sync(0xffffffffu, m[h], 1));
+        m[h] = fmax_nan(m[h], __shfl_xor_sync(0xffffffffu, m[h], 2));
       }
     };
-    quad_amax([](float x, float y) { return fmax_nan(x, y); });
+    quad_amax();
     const bool rows_finite = __all_sync(0xffffffffu, isfinite(m[0]) & isfinite(m[1]));
     if (!rows_finite) {
       m[0] = m[1] = 0.0f;
 #pragma unroll
       for (int i = 0; i < 64; ++i) m[acc_half(i)] = fmaxf(m[acc_half(i)], finite_abs(acc_g[i]));
-      quad_amax([](float x, float y) { return fmaxf(x, y); });
+      quad_amax(); /* every operand finite now: fmax_nan is fmaxf */
     }
     const int64_t grow[2] = {row0 + rr[0], row0 + rr[1]};
     if (a.requant == FP8MOE_REQ_FUSED_GROUP || a.requant == FP8MOE_REQ_FUSED_STATIC) {
