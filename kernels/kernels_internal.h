@@ -259,6 +259,8 @@ typedef struct fp8moe_gemm1_args {
                                   tile; the launcher keeps single tiles past its list's capacity) */
   int32_t stream_align;        /* stream kernels only: 1 = the expert-aligned split where an expert's rows fill
                                   more than one unit list entry (fp8moe_cuda_plan_stream_align; stream_split.h) */
+  int32_t stream_rounds;       /* stream kernels only, with stream_align: 1 = that split in rounds where the entries
+                                  outnumber the CTAs (fp8moe_cuda_plan_stream_rounds: the device's bandwidth) */
   int32_t x_sorted;            /* sm90 pair items only (not alternate, no clusters): 1 = x holds the expert-sorted
                                   rows, row r of tile_m·max_tiles the codes of sorted row r (stride x_stride = H;
                                   padding rows unwritten), loaded by TMA; the scales stay per token. 0 = rows
@@ -353,6 +355,7 @@ typedef struct fp8moe_gemm2_args {
   int32_t stream_handoff;      /* stream kernels only, as GEMM1 */
   int32_t stream_pairs;        /* stream kernels only, as GEMM1 */
   int32_t stream_align;        /* stream kernels only, as GEMM1 */
+  int32_t stream_rounds;       /* stream kernels only, as GEMM1 */
 } fp8moe_gemm2_args;
 int fp8moe_launch_gemm2(const fp8moe_gemm2_args* a, cudaStream_t stream);
 int fp8moe_prepare_gemm2(void); /* as fp8moe_prepare_gemm1 */

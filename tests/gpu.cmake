@@ -24,8 +24,9 @@ if(FP8MOE_WITH_CUDA AND TARGET fp8moe_test_ref)
   # and 1–16 rows per expert through mma.sync; "jl" the decode rows through the stream pair (the size rule off:
   # the sweep's experts are below it) and 1–16 rows per expert (the sweep's table rows at T = 37–41 over 16
   # experts) through mma.sync, where the default takes the stream pair; "kD" the register-path pair with GEMM1's
-  # dense variant (4 CTAs per SM, balanced rounds) at every decode row, which the default takes only by its rule.
-  foreach(_variant k jl kD)
+  # dense variant (4 CTAs per SM, balanced rounds) at every decode row, which the default takes only by its rule;
+  # "R" the stream GEMMs' stream-K where the default splits in rounds (case (h); docs/GPU.md "Rounds and bandwidth").
+  foreach(_variant k jl kD R)
     add_test(NAME test_gpu_sweep_stream_${_variant} COMMAND test_gpu_sweep --quick)
     set_tests_properties(test_gpu_sweep_stream_${_variant} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600 LABELS gpu
                          ENVIRONMENT "FP8MOE_LIBRARY=$<TARGET_FILE:fp8moe>;FP8MOE_CUDA_GEMM_FALLBACK=${_variant}")

@@ -129,9 +129,11 @@ struct Range {
 
 /* experts: how many experts the entries belong to (experts_of_entries; = tiles where not counted); with fewer
  * experts than entries and at least as many units as CTAs, the expert-aligned split where it pays: entries spread
- * over the grid (fp8moe_split_ctas_tiles), or with more entries than CTAs in rounds (fp8moe_split_rounds). */
+ * over the grid (fp8moe_split_ctas_tiles), or with more entries than CTAs in rounds (fp8moe_split_rounds) where
+ * the launcher allows them (rounds_allowed: the device's bandwidth, fp8moe_cuda_plan_stream_rounds). */
 template <bool ROUNDS>
-__device__ __forceinline__ Range range_of(int32_t tiles, int32_t col_units, int32_t kblocks, int32_t experts) {
+__device__ __forceinline__ Range range_of(int32_t tiles, int32_t col_units, int32_t kblocks, int32_t experts,
+                                          int32_t rounds_allowed) {
   Range r;
   r.tiles = tiles;
   r.col_units = col_units;
@@ -142,7 +144,7 @@ __device__ __forceinline__ Range range_of(int32_t tiles, int32_t col_units, int3
   const int64_t units = static_cast<int64_t>(tiles > 0 ? tiles : 0) * col_units;
   r.work = units * kblocks;
   const int64_t aligned = units >= grid ? fp8moe_split_ctas_tiles(grid, tiles, per_tile, experts) : 0;
-  const int64_t rounds = ROUNDS && units >= grid ? fp8moe_split_rounds(grid, tiles, experts) : 0;
+  const int64_t rounds = ROUNDS && rounds_allowed && units >= grid ? fp8moe_split_rounds(grid, tiles, experts) : 0;
   r.tile_major = aligned > 0 || rounds > 0;
   r.begin = r.end = 0;
   if (ROUNDS && rounds > 0) {
@@ -734,7 +736,7 @@ __global__ void __launch_bounds__(block_threads<HANDOFF>(), 1)
   const int32_t tiles = *a.num_tiles;
   const GroupList ul = unit_list<PAIRS>(sm, a.tile_expert, tiles, a.stream_align);
   const int32_t units = ul.entries, experts = ul.experts; /* per column group */
-  const Range rg = range_of<!HANDOFF>(units, a.I / kBox, a.H / kBK, experts);
+  const Range rg = range_of<!HANDOFF>(units, a.I / kBox, a.H / kBK, experts, a.stream_rounds);
   if (rg.begin >= rg.end) return;
   if (threadIdx.x >= kProducer) {
     produce1<PAIRS, HANDOFF>(a, map_w, sm, rg);
@@ -878,14 +880,14 @@ __global__ void __launch_bounds__(block_threads<HANDOFF>(), 1)
     if (threadIdx.x == kProducer) {
       prefetch_map(&map_w);
       prefetch_map(&map_x);
-      const Range rg = range_of<!HANDOFF>(units, col_units, kblocks, experts);
+      const Range rg = range_of<!HANDOFF>(units, col_units, kblocks, experts, a.stream_rounds);
       produce2<PAIRS, HANDOFF>(a, map_w, map_x, sm, rg);
     }
     return;
   }
   wait_prior(); /* a2q, its scales come from GEMM1 (or the row quantization); counters and partials are free */
   allow_next();
-  const Range rg = range_of<!HANDOFF>(units, col_units, kblocks, experts); /* the tile list was final before the wait */
+  const Range rg = range_of<!HANDOFF>(units, col_units, kblocks, experts, a.stream_rounds); /* the tile list was final before the wait */
   if (threadIdx.x < kConsumers) {
     walk_units<kUnitRows, HANDOFF, PAIRS>(sm, rg, a.sorted_slots, a.tile_expert,
                           [&](const fp8moe_split_segment& seg, uint32_t& it, uint32_t j, int32_t e, int64_t row0,

@@ -34,6 +34,17 @@ static cudaError_t describe_device(int32_t ordinal, fp8moe_cuda_impl* d) {
   return cudaSuccess;
 }
 
+/* Peak DRAM bytes per second (double data rate: two transfers per memory clock over the bus); 0 where unknown. */
+static double dram_bytes_per_s(int32_t ordinal) {
+  int khz = 0, bits = 0;
+  if (cudaDeviceGetAttribute(&khz, cudaDevAttrMemoryClockRate, ordinal) != cudaSuccess ||
+      cudaDeviceGetAttribute(&bits, cudaDevAttrGlobalMemoryBusWidth, ordinal) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0.0;
+  }
+  return 2.0 * 1e3 * (double)khz * (double)bits / 8.0;
+}
+
 static void cuda_probe(fp8moe_backend_info* info) {
   int n = 0;
   cudaError_t e = cudaGetDeviceCount(&n);
@@ -155,6 +166,8 @@ static int32_t cuda_create(struct fp8moe_context* ctx, const fp8moe_context_args
   impl->stream_handoff = sm90.stream_handoff;
   impl->stream_pairs = sm90.stream_pairs;
   impl->stream_align = sm90.stream_align;
+  impl->stream_rounds = fp8moe_cuda_plan_stream_rounds(sm90.stream_rounds, dram_bytes_per_s(args->device_ordinal),
+                                                       impl->sm_count);
   impl->gemm1_sorted_x = sm90.gemm1_sorted_x;
   if (!sm90.gemm1_cluster) impl->gemm1_clusters = 0; /* the one-CTA GEMMs unless the variant asks for clusters */
   if (!sm90.gemm2_cluster) impl->gemm2_clusters = 0;

@@ -206,7 +206,7 @@ int fp8moe_cuda_plan_stream_workspace(int32_t cc, const fp8moe_problem* p) {
  * H100 they cut GEMM1's L2 fabric traffic by 28 % and moved layers by −1.5 % to +1.5 %. */
 static const fp8moe_sm90_variant k_sm90_default = {
     FP8MOE_SM90_LOOP_OVERLAP, FP8MOE_SM90_ORDER_GROUPED, FP8MOE_SM90_ORDER_GROUPED, 0, 0, 1, 1, 1, 1, 0, 1, 1, 1, 1,
-    1, 1, 1, 1, 0};
+    1, 1, 1, 1, 0, 2};
 
 fp8moe_sm90_variant fp8moe_cuda_plan_context_sm90_variant(void) {
   fp8moe_sm90_variant v = k_sm90_default;
@@ -237,6 +237,8 @@ fp8moe_sm90_variant fp8moe_cuda_plan_context_sm90_variant(void) {
   if (strchr(sw, '4') != NULL) v.gemm1_sparse_group = 0;
   if (strchr(sw, '0') != NULL) v.gemm2_sparse_group = 0;
   if (strchr(sw, 'P') != NULL) v.gemm1_partitioned = 1;
+  if (strchr(sw, 'B') != NULL) v.stream_rounds = 1;
+  if (strchr(sw, 'R') != NULL) v.stream_rounds = 0;
   return v;
 }
 
@@ -413,6 +415,20 @@ int32_t fp8moe_cuda_plan_stream_pairs(const fp8moe_problem* p, int32_t mode) {
 
 int32_t fp8moe_cuda_plan_stream_align(const fp8moe_problem* p, int32_t mode) {
   return mode != 0 && p->T > FP8MOE_GEMM_TILE_M_SMALL;
+}
+
+/* The split in rounds (kernels/gemm/stream_split.h, fp8moe_split_rounds) gives each taking CTA R whole entries, so
+ * its time is about R entries' weights at one CTA's stream rate, whatever the device's DRAM bandwidth; stream-K over
+ * the grid spreads the entries' units evenly and rides the bandwidth. On an H100 SXM (3.35 TB/s, 132 SMs: 25 GB/s per
+ * SM) rounds won at kimi-k2 skewed T = 512 (−13 %, session 40); on an H200 (4.8 TB/s: 36 GB/s per SM) that point
+ * went 2,606 → 3,039 µs from 7211a06 (no split) to 550d928 (rounds), while the H100 went 3,592 → 3,115 (session 59;
+ * docs/GPU.md "Rounds and bandwidth"). Mode 1 ("B") keeps rounds up to 30 GB/s per SM (unknown bandwidth keeps
+ * them); it stays opt-in until an H200 measures it against rounds everywhere (mode 2, the default). */
+static const double k_stream_rounds_max_bytes_per_sm = 30e9;
+
+int32_t fp8moe_cuda_plan_stream_rounds(int32_t mode, double dram_bytes_per_s, int32_t sm_count) {
+  if (mode != 1) return mode != 0;
+  return sm_count <= 0 || dram_bytes_per_s <= 0.0 || dram_bytes_per_s <= k_stream_rounds_max_bytes_per_sm * sm_count;
 }
 
 int32_t fp8moe_cuda_plan_decode_dense(const fp8moe_problem* p, int32_t clusters, int32_t dense_clusters, int32_t mode) {

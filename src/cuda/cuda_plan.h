@@ -113,6 +113,10 @@ typedef struct fp8moe_sm90_variant {
   int32_t gemm2_sparse_group; /* 1: the 64-row GEMM2 below one tile per expert by its sparse rule; 0 ("0"): its own */
   int32_t gemm1_partitioned;  /* 1 ("P"): the pair kernel's claimed items split by L2 partition where the context
                                  measured the partitions (docs/GPU.md "L2 partitions"); 0: one counter */
+  int32_t stream_rounds;      /* the aligned split in rounds (more entries than CTAs): 2 on every device, 1 ("B",
+                                 opt-in until measured on an H200) where the device's DRAM bandwidth per SM allows
+                                 (fp8moe_cuda_plan_stream_rounds), 0 ("R", wins over "B"): never, stream-K there
+                                 (docs/GPU.md "Rounds and bandwidth") */
 } fp8moe_sm90_variant;
 
 /* At context creation: the default variant (data in cuda_plan.c: both GEMMs grouped), with each letter
@@ -127,7 +131,8 @@ typedef struct fp8moe_sm90_variant {
  * GEMM1's rule, "6" its groups without expert-aligned edges, "9" GEMM1's alternating items' groups without them,
  * "4" those items' groups by GEMM1's rule at every size, "0" the 64-row GEMM2's own rule below a tile per expert too,
  * "A" the 128-row GEMM1's pair items' groups without expert-aligned edges; "P" (on, where the others turn off) the
- * pair kernel's claimed items split by L2 partition (docs/GPU.md "L2 partitions").
+ * pair kernel's claimed items split by L2 partition (docs/GPU.md "L2 partitions"); "R" the stream GEMMs without
+ * the split in rounds, "B" with it only up to the bandwidth bound (fp8moe_cuda_plan_stream_rounds; "R" wins).
  * Letters of the other switches ("1", "2", "d", "k", "j", "p", "c", "s") leave it. */
 fp8moe_sm90_variant fp8moe_cuda_plan_context_sm90_variant(void);
 
@@ -199,6 +204,10 @@ int32_t fp8moe_cuda_plan_stream_pairs(const fp8moe_problem* p, int32_t mode);
  * most T rows); the kernels then look at the tile list for an expert that fills more than one unit. Mode:
  * fp8moe_sm90_variant's stream_align (0 never). */
 int32_t fp8moe_cuda_plan_stream_align(const fp8moe_problem* p, int32_t mode);
+
+/* At context creation: whether the stream GEMMs may split in rounds on this device (fp8moe_sm90_variant's
+ * stream_rounds mode; the peak DRAM bytes per second from the device's memory clock and bus width, 0 unknown). */
+int32_t fp8moe_cuda_plan_stream_rounds(int32_t mode, double dram_bytes_per_s, int32_t sm_count);
 /* Whether the register GEMM1 (the decode kernel) runs its dense variant: 4 CTAs per SM at 128 registers, so more of
  * its clusters of 8 are resident (clusters → dense_clusters, from fp8moe_prepare_gemm_decode), with balanced rounds
  * (docs/GPU.md "Denser decode GEMM1"). Where its expected items (the expected active experts × I/128 column groups)

@@ -329,6 +329,7 @@ static int32_t experts(const fp8moe_cuda_impl* impl, const fp8moe_problem* p, co
     g->stream_handoff = impl->stream_handoff && fp8moe_cuda_plan_stream_handoff(p, FP8MOE_GEMM1, g->max_ctas);
     g->stream_pairs = !g->stream_handoff && fp8moe_cuda_plan_stream_pairs(p, impl->stream_pairs);
     g->stream_align = fp8moe_cuda_plan_stream_align(p, impl->stream_align);
+    g->stream_rounds = g->stream_align && impl->stream_rounds;
   }
   /* zeroed with the scalar words; read only by the pair kernel */
   g->item_counter = impl->gemm1_claim ? words + FP8MOE_CUDA_S_GEMM1_ITEMS : NULL;
@@ -406,6 +407,7 @@ static int32_t experts(const fp8moe_cuda_impl* impl, const fp8moe_problem* p, co
     g2.stream_handoff = impl->stream_handoff && fp8moe_cuda_plan_stream_handoff(p, FP8MOE_GEMM2, g2.max_ctas);
     g2.stream_pairs = !g2.stream_handoff && fp8moe_cuda_plan_stream_pairs(p, impl->stream_pairs);
     g2.stream_align = g->stream_align;
+    g2.stream_rounds = g->stream_rounds;
     return check(fp8moe_launch_gemm2_stream(&g2, s), "GEMM2", err);
   }
   if (decode) return check(fp8moe_launch_gemm2_decode(&g2, g->sorted_slots, s), "GEMM2", err);
