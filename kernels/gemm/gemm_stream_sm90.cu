@@ -887,7 +887,8 @@ __global__ void __launch_bounds__(block_threads<HANDOFF>(), 1)
   }
   wait_prior(); /* a2q, its scales come from GEMM1 (or the row quantization); counters and partials are free */
   allow_next();
-  const Range rg = range_of<!HANDOFF>(units, col_units, kblocks, experts, a.stream_rounds); /* the tile list was final before the wait */
+  /* the tile list was final before the wait */
+  const Range rg = range_of<!HANDOFF>(units, col_units, kblocks, experts, a.stream_rounds);
   if (threadIdx.x < kConsumers) {
     walk_units<kUnitRows, HANDOFF, PAIRS>(sm, rg, a.sorted_slots, a.tile_expert,
                           [&](const fp8moe_split_segment& seg, uint32_t& it, uint32_t j, int32_t e, int64_t row0,

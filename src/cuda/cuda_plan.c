@@ -420,7 +420,7 @@ int32_t fp8moe_cuda_plan_stream_align(const fp8moe_problem* p, int32_t mode) {
 /* The split in rounds (kernels/gemm/stream_split.h, fp8moe_split_rounds) gives each taking CTA R whole entries, so
  * its time is about R entries' weights at one CTA's stream rate, whatever the device's DRAM bandwidth; stream-K over
  * the grid spreads the entries' units evenly and rides the bandwidth. On an H100 SXM (3.35 TB/s, 132 SMs: 25 GB/s per
- * SM) rounds won at kimi-k2 skewed T = 512 (−13 %, session 40); on an H200 (4.8 TB/s: 36 GB/s per SM) that point
+ * SM) rounds won at kimi-k2 skewed T = 512 (−13 %, session 40); on an H200 (4.9 TB/s: 37 GB/s per SM) that point
  * went 2,606 → 3,039 µs from 7211a06 (no split) to 550d928 (rounds), while the H100 went 3,592 → 3,115 (session 59;
  * docs/GPU.md "Rounds and bandwidth"). Mode 1 ("B") keeps rounds up to 30 GB/s per SM (unknown bandwidth keeps
  * them); it stays opt-in until an H200 measures it against rounds everywhere (mode 2, the default). */
