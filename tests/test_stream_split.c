@@ -78,6 +78,48 @@ static int rounds_holds(int64_t grid, int64_t entries, int64_t experts, int* tak
   return bad;
 }
 
+/* The rounds balanced (fp8moe_split_balanced) for `entries` ≥ grid entries of col_units × KB iterations: every CTA
+ * takes F = ⌊entries / grid⌋ whole entries in the full rounds (entry r·grid + c in round r, as the kernels' unit_at
+ * maps virtual entry c·F + r), then its stream-K piece of the tail (the split rules over the tail's units); every
+ * (entry, column unit, block) is taken exactly once, and no CTA streams more than F entries and its tail share. */
+static int balanced_holds(int64_t grid, int64_t entries, int64_t col_units, int64_t KB, int drop_last) {
+  const int64_t F = entries / grid, P = col_units * KB, tail_units = (entries - F * grid) * col_units;
+  static unsigned char seen[1 << 20];
+  if (entries * P > (int64_t)sizeof seen) return 1;
+  memset(seen, 0, (size_t)(entries * P));
+  int bad = 0;
+  int64_t tail_ctas = -1;
+  for (int64_t c = 0; c < grid; ++c) {
+    fp8moe_split_pieces p = fp8moe_split_balanced(c, grid, entries, col_units, KB);
+    if (drop_last && c == grid - 1 && p.end2 > p.begin2) --p.end2; /* a fault to catch: the last tail iteration lost */
+    if (p.begin != c * F * P || p.end != p.begin + F * P || p.tail_base != grid * F * P ||
+        p.tail_work != tail_units * KB || p.begin2 < p.end || p.end2 < p.begin2)
+      ++bad;
+    if (tail_ctas < 0) tail_ctas = p.tail_ctas;
+    if (p.tail_ctas != tail_ctas || (tail_units > 0) != (p.tail_ctas > 0) || p.tail_ctas > grid) ++bad;
+    if (c < p.tail_ctas && (p.begin2 != p.tail_base + fp8moe_split_begin(c, p.tail_work, p.tail_ctas) ||
+                            p.end2 != p.tail_base + fp8moe_split_begin(c + 1, p.tail_work, p.tail_ctas)))
+      ++bad;
+    if (c >= p.tail_ctas && (p.begin2 != p.end || p.end2 != p.end)) ++bad;
+    const int64_t share = p.tail_ctas > 0 ? (p.tail_work + p.tail_ctas - 1) / p.tail_ctas : 0;
+    if ((p.end - p.begin) + (p.end2 - p.begin2) > F * P + share) ++bad;
+    for (int piece = 0; piece < 2; ++piece)
+      for (int64_t i = piece ? p.begin2 : p.begin; i < (piece ? p.end2 : p.end); ++i) {
+        const int64_t u = i / KB, q = u / col_units, col = u % col_units;
+        const int64_t e = q < F * grid ? fp8moe_split_round_entry(q, F, grid) : q;
+        if (e < 0 || e >= entries || (q < F * grid && e % grid != c)) {
+          ++bad;
+          continue;
+        }
+        if (seen[e * P + col * KB + i % KB]++) ++bad;
+      }
+  }
+  for (int64_t i = 0; i < entries * P; ++i)
+    if (seen[i] != 1) ++bad;
+  if (tail_units > 0) bad += stream_split_rules_bad(tail_units, KB, tail_ctas);
+  return bad;
+}
+
 int main(void) {
   const int64_t units[] = {1, 2, 7, 32, 48, 64, 66, 67, 128, 131, 132, 133, 224, 1000};
   const int64_t kblocks[] = {1, 2, 3, 6, 16, 56, 112};
@@ -131,6 +173,28 @@ int main(void) {
              fp8moe_split_round_ctas(160, 2) == 80 &&
              fp8moe_split_rounds(132, 141, 141) == 0 && fp8moe_split_rounds(132, 132, 3) == 0,
          "the rounds at kimi-k2 T = 512, none without a shared expert or within the grid");
+  int balanced_bad = 0, balanced_runs = 0;
+  const int64_t bal_cols[] = {1, 3, 16}, bal_kblocks[] = {1, 5, 56};
+  for (int64_t grid = 1; grid <= 160; grid += grid < 8 ? 1 : 31)
+    for (int64_t entries = grid; entries <= 3 * grid + 2; entries += 1 + entries / 7)
+      for (size_t a = 0; a < sizeof bal_cols / sizeof bal_cols[0]; ++a)
+        for (size_t b = 0; b < sizeof bal_kblocks / sizeof bal_kblocks[0]; ++b, ++balanced_runs)
+          balanced_bad += balanced_holds(grid, entries, bal_cols[a], bal_kblocks[b], 0);
+  EXPECT(balanced_bad == 0 && balanced_runs > 300, "balanced rounds: %d inconsistencies in %d shapes", balanced_bad,
+         balanced_runs);
+  /* kimi-k2 skewed T = 512 (211 pair entries, GEMM1 16 column units × 56 blocks) on 132 CTAs: one full round, the 79
+   * entries left as 1,264 units of stream-K over the 132: a CTA streams 1 + 0.6 entries where the rounds gave 2. */
+  const fp8moe_split_pieces kimi = fp8moe_split_balanced(131, 132, 211, 16, 56);
+  EXPECT(kimi.end - kimi.begin == 16 * 56 && kimi.tail_ctas == 132 && kimi.tail_work == 79 * 16 * 56 &&
+             kimi.end2 == kimi.tail_base + 79 * 16 * 56 && kimi.end2 - kimi.begin2 <= (79 * 16 * 56 + 131) / 132,
+         "kimi-k2 skewed T = 512: one round and 0.6 of an entry per CTA");
+  EXPECT(fp8moe_split_balanced(0, 132, 132, 16, 56).tail_ctas == 0 && balanced_holds(132, 132, 16, 56, 0) == 0,
+         "no tail where the entries fill whole rounds");
+  EXPECT(fp8moe_split_balanced_pays(132, 247, 189) && !fp8moe_split_balanced_pays(132, 132, 3) &&
+             !fp8moe_split_balanced_pays(132, 211, 211) && !fp8moe_split_balanced_pays(0, 211, 117),
+         "balanced wherever an expert shares (kimi-k2 uniform T = 512's 247 entries of 189), never within the grid");
+  /* Shown able to fail: a tail that lost its last iteration is caught. */
+  EXPECT(balanced_holds(132, 211, 16, 56, 1) != 0, "a lost tail iteration is caught");
   EXPECT(fp8moe_split_ctas_tiles(132, 10, 64 * 40, 3) == 130, "llama4-scout skewed T = 128: 130 CTAs");
   EXPECT(fp8moe_split_ctas_tiles(132, 115, 11 * 32, 88) == 115, "glm-4.5-air T = 128: 115 CTAs");
   EXPECT(fp8moe_split_ctas_tiles(132, 99, 16 * 56, 82) == 0 && fp8moe_split_ctas_tiles(132, 40, 64 * 40, 40) == 0 &&

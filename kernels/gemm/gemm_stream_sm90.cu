@@ -119,21 +119,26 @@ static_assert(smem_bytes<false>() <= 232448 && smem_bytes<true>() <= 232448, "wi
 /* What every thread of a CTA derives identically: the work, this CTA's iteration range. tiles counts the units
  * of one column group: tiles, or with PAIRS the entries of the unit list. Unit u is entry u % tiles of column
  * unit u / tiles (entry fastest), or where tile_major virtual entry u / col_units of column unit u % col_units
- * (the entry itself, or with rounds > 1 fp8moe_split_round_entry of it). */
+ * (the entry itself, or below rounds·round_ctas with rounds > 1 fp8moe_split_round_entry of it). The CTA's
+ * iterations: [begin, end) of the split (work, ctas), then with the rounds balanced the tail's [begin2, end2),
+ * split as tail_work iterations on tail_ctas CTAs from tail_base (fp8moe_split_balanced); begin2 = end2 = end
+ * otherwise. */
 struct Range {
   int32_t tiles, col_units, kblocks;
   bool tile_major;
   int32_t rounds, round_ctas; /* the expert-aligned split in rounds (rounds ≥ 2), else 1 and 0 */
   int64_t work, ctas, begin, end;
+  int64_t tail_base, tail_work, tail_ctas, begin2, end2;
 };
 
 /* experts: how many experts the entries belong to (experts_of_entries; = tiles where not counted); with fewer
  * experts than entries and at least as many units as CTAs, the expert-aligned split where it pays: entries spread
  * over the grid (fp8moe_split_ctas_tiles), or with more entries than CTAs in rounds (fp8moe_split_rounds) where
- * the launcher allows them (rounds_allowed: the device's bandwidth, fp8moe_cuda_plan_stream_rounds). */
+ * the launcher allows them (rounds_mode: 1 whole rounds, 2 balanced, 3 balanced wherever an expert shares
+ * (fp8moe_split_balanced_pays), 0 none; fp8moe_cuda_plan_stream_rounds). */
 template <bool ROUNDS>
 __device__ __forceinline__ Range range_of(int32_t tiles, int32_t col_units, int32_t kblocks, int32_t experts,
-                                          int32_t rounds_allowed) {
+                                          int32_t rounds_mode) {
   Range r;
   r.tiles = tiles;
   r.col_units = col_units;
@@ -144,9 +149,28 @@ __device__ __forceinline__ Range range_of(int32_t tiles, int32_t col_units, int3
   const int64_t units = static_cast<int64_t>(tiles > 0 ? tiles : 0) * col_units;
   r.work = units * kblocks;
   const int64_t aligned = units >= grid ? fp8moe_split_ctas_tiles(grid, tiles, per_tile, experts) : 0;
-  const int64_t rounds = ROUNDS && rounds_allowed && units >= grid ? fp8moe_split_rounds(grid, tiles, experts) : 0;
-  r.tile_major = aligned > 0 || rounds > 0;
-  r.begin = r.end = 0;
+  const bool shared = ROUNDS && rounds_mode != 0 && units >= grid;
+  const int64_t rounds = shared && rounds_mode != 3 ? fp8moe_split_rounds(grid, tiles, experts) : 0;
+  const bool balanced = shared && (rounds_mode == 3 ? fp8moe_split_balanced_pays(grid, tiles, experts) != 0
+                                                   : rounds_mode == 2 && rounds > 0);
+  r.tile_major = aligned > 0 || rounds > 0 || balanced;
+  r.begin = r.end = r.begin2 = r.end2 = 0;
+  r.tail_base = r.tail_work = r.tail_ctas = 0;
+  if (ROUNDS && balanced) {
+    const fp8moe_split_pieces p = fp8moe_split_balanced(blockIdx.x, grid, tiles, col_units, kblocks);
+    r.rounds = static_cast<int32_t>(tiles / grid);
+    r.round_ctas = static_cast<int32_t>(grid);
+    r.ctas = grid;
+    r.work = p.tail_base;
+    r.begin = p.begin;
+    r.end = p.end;
+    r.tail_base = p.tail_base;
+    r.tail_work = p.tail_work;
+    r.tail_ctas = p.tail_ctas;
+    r.begin2 = p.begin2;
+    r.end2 = p.end2;
+    return r;
+  }
   if (ROUNDS && rounds > 0) {
     const int64_t c = fp8moe_split_round_ctas(tiles, rounds);
     r.rounds = static_cast<int32_t>(rounds);
@@ -157,6 +181,7 @@ __device__ __forceinline__ Range range_of(int32_t tiles, int32_t col_units, int3
       r.begin = static_cast<int64_t>(blockIdx.x) * rounds * per_tile;
       r.end = r.begin + fp8moe_split_round_count(blockIdx.x, tiles, rounds, c) * per_tile;
     }
+    r.begin2 = r.end2 = r.end;
     return r;
   }
   /* unit-aligned below one unit per CTA (entry fastest: an expert's entries already run side by side there) */
@@ -165,7 +190,29 @@ __device__ __forceinline__ Range range_of(int32_t tiles, int32_t col_units, int3
     r.begin = fp8moe_split_begin(blockIdx.x, r.work, r.ctas);
     r.end = fp8moe_split_begin(static_cast<int64_t>(blockIdx.x) + 1, r.work, r.ctas);
   }
+  r.begin2 = r.end2 = r.end;
   return r;
+}
+
+/* The CTA's iterations in order: from range_first, each next one through range_next (the tail after end), while
+ * below end2 (end2 ≥ end: the tail lies past the full rounds, or is empty at end). */
+__device__ __forceinline__ int64_t range_next(const Range& rg, int64_t i) { return i == rg.end ? rg.begin2 : i; }
+__device__ __forceinline__ int64_t range_first(const Range& rg) { return range_next(rg, rg.begin); }
+__device__ __forceinline__ int64_t range_size(const Range& rg) { return (rg.end - rg.begin) + (rg.end2 - rg.begin2); }
+/* The CTA's n-th iteration. */
+__device__ __forceinline__ int64_t range_at(const Range& rg, int64_t n) {
+  return n < rg.end - rg.begin ? rg.begin + n : rg.begin2 + (n - (rg.end - rg.begin));
+}
+/* The end of the piece that iteration i (of this CTA's range) lies in. */
+__device__ __forceinline__ int64_t piece_end(const Range& rg, int64_t i) { return i < rg.end ? rg.end : rg.end2; }
+/* The CTA's segment of unit u, whose iterations start at u·kblocks ≥ the CTA's first in that piece: in the tail by
+ * the tail's own split. */
+__device__ __forceinline__ fp8moe_split_segment segment_at(const Range& rg, int64_t u) {
+  if (u * rg.kblocks < rg.end)
+    return fp8moe_split_segment_of(u, rg.kblocks, rg.begin, rg.end, rg.work, rg.ctas);
+  const int64_t base = rg.tail_base / rg.kblocks;
+  return fp8moe_split_segment_of(u - base, rg.kblocks, rg.begin2 - rg.tail_base, rg.end2 - rg.tail_base,
+                                 rg.tail_work, rg.tail_ctas);
 }
 
 /* Unit u's entry of the unit list (tile, or PAIRS list entry) and its column unit, by one 32-bit division: the
@@ -180,7 +227,8 @@ __device__ __forceinline__ UnitAt unit_at(const Range& rg, int64_t u) {
   const uint32_t v = static_cast<uint32_t>(u);
   if (rg.tile_major) {
     const uint32_t q = v / static_cast<uint32_t>(rg.col_units), col = v - q * static_cast<uint32_t>(rg.col_units);
-    if (!ROUNDS || rg.rounds <= 1) return {static_cast<int32_t>(q), static_cast<int32_t>(col)};
+    if (!ROUNDS || rg.rounds <= 1 || q >= static_cast<uint32_t>(rg.rounds) * static_cast<uint32_t>(rg.round_ctas))
+      return {static_cast<int32_t>(q), static_cast<int32_t>(col)};
     const uint32_t cta = q / static_cast<uint32_t>(rg.rounds), round = q - cta * static_cast<uint32_t>(rg.rounds);
     return {static_cast<int32_t>(round * static_cast<uint32_t>(rg.round_ctas) + cta), static_cast<int32_t>(col)};
   }
@@ -304,21 +352,21 @@ __device__ __forceinline__ void walk_units(const SM& sm, const Range& rg, const 
     e_next = tile_expert[gp.tile0];
     slot_next = lane < gp.rows ? sorted_slots[static_cast<int64_t>(gp.tile0) * kRows + lane] : -1;
   };
-  if (AHEAD && rg.begin < rg.end) fetch(rg.begin);
+  if (AHEAD && range_size(rg) > 0) fetch(range_first(rg));
   uint32_t it = 0, j = 0;
-  for (int64_t i = rg.begin; i < rg.end; ++j) {
+  for (int64_t i = range_first(rg); i < rg.end2; ++j) {
     const int64_t u = i / rg.kblocks;
     const UnitAt ua = unit_at<!AHEAD>(rg, u);
     const Group gp = group_at<PAIRS>(sm, ua.entry);
     const int32_t n0 = ua.col * UNIT_ROWS;
-    const fp8moe_split_segment seg = fp8moe_split_segment_of(u, rg.kblocks, rg.begin, rg.end, rg.work, rg.ctas);
+    const fp8moe_split_segment seg = segment_at(rg, u);
     const int64_t row0 = static_cast<int64_t>(gp.tile0) * kRows;
     TileRows tr;
     tr.slot = AHEAD ? slot_next : lane < gp.rows ? sorted_slots[row0 + lane] : -1;
     tr.real = __popc(__ballot_sync(0xffffffffu, tr.slot >= 0));
     const int32_t e = AHEAD ? e_next : tile_expert[gp.tile0];
-    i += seg.kb1 - seg.kb0;
-    if (AHEAD && i < rg.end) fetch(i);
+    i = range_next(rg, i + (seg.kb1 - seg.kb0));
+    if (AHEAD && i < rg.end2) fetch(i);
     unit(seg, it, j, e, row0, n0, tr);
   }
 }
@@ -491,8 +539,8 @@ __device__ __forceinline__ void produce1(const fp8moe_gemm1_args& a, const CUten
   constexpr int kChunks = PAIRS ? 8 : 4;
   const int lane = threadIdx.x % 32, r = PAIRS ? lane : lane % kRows, c0 = PAIRS ? 0 : 4 * (lane / kRows);
   uint32_t it = 0;
-  for (int64_t i = rg.begin; i < rg.end;) {
-    const int64_t u = i / rg.kblocks;
+  for (int64_t i = range_first(rg); i < rg.end2; i = range_next(rg, i)) {
+    const int64_t u = i / rg.kblocks, end = piece_end(rg, i);
     const UnitAt ua = unit_at<!HANDOFF>(rg, u);
     const Group gp = group_at<PAIRS>(sm, ua.entry);
     const int32_t n0 = ua.col * kBox;
@@ -502,7 +550,7 @@ __device__ __forceinline__ void produce1(const fp8moe_gemm1_args& a, const CUten
     const int bytes = slot >= 0 ? 16 : 0;
     const uint8_t* src = slot >= 0 ? a.x + static_cast<int64_t>(slot / a.K) * a.x_stride : a.x;
     const int32_t gate_row = (a.gate_first ? 0 : a.I) + n0, up_row = (a.gate_first ? a.I : 0) + n0;
-    const int kb1 = static_cast<int>((rg.end - u * rg.kblocks) < rg.kblocks ? rg.end - u * rg.kblocks : rg.kblocks);
+    const int kb1 = static_cast<int>((end - u * rg.kblocks) < rg.kblocks ? end - u * rg.kblocks : rg.kblocks);
 #pragma unroll 1
     for (int kb = static_cast<int>(i - u * rg.kblocks); kb < kb1; ++kb, ++i, ++it) {
       const int s = static_cast<int>(it % SM::kStages);
@@ -535,7 +583,7 @@ template <bool PAIRS, bool HANDOFF, class SM>
 __device__ __forceinline__ void produce2(const fp8moe_gemm2_args& a, const CUtensorMap& map_w,
                                          const CUtensorMap& map_x, SM& sm, const Range& rg) {
   constexpr int kStages = SM::kStages;
-  const int64_t early = rg.end - rg.begin < kStages ? rg.end - rg.begin : kStages;
+  const int64_t early = range_size(rg) < kStages ? range_size(rg) : kStages;
   auto x_box = [&](uint32_t pos, int64_t i) {
     const int64_t u = i / rg.kblocks;
     const int kb = static_cast<int>(i - u * rg.kblocks);
@@ -544,11 +592,11 @@ __device__ __forceinline__ void produce2(const fp8moe_gemm2_args& a, const CUten
     sm90::tma_load_2d(sm.st[s].x, &map_x, &sm.full[s], kb * kBK, gp.tile0 * kRows);
   };
   uint32_t it = 0;
-  for (int64_t i = rg.begin; i < rg.end; ++i, ++it) {
+  for (int64_t i = range_first(rg); i < rg.end2; i = range_next(rg, i + 1), ++it) {
     if (it == static_cast<uint32_t>(early)) { /* the weights of the first stages are on their way */
       wait_prior();
       allow_next();
-      for (uint32_t j = 0; j < it; ++j) x_box(j, rg.begin + j);
+      for (uint32_t j = 0; j < it; ++j) x_box(j, range_at(rg, j));
     }
     const int64_t u = i / rg.kblocks;
     const int kb = static_cast<int>(i - u * rg.kblocks);
@@ -570,7 +618,7 @@ __device__ __forceinline__ void produce2(const fp8moe_gemm2_args& a, const CUten
   if (it <= static_cast<uint32_t>(early)) { /* all of this CTA's stages were early ones (or there were none) */
     wait_prior();
     allow_next();
-    for (uint32_t j = 0; j < it; ++j) x_box(j, rg.begin + j);
+    for (uint32_t j = 0; j < it; ++j) x_box(j, range_at(rg, j));
   }
 }
 
@@ -737,7 +785,7 @@ __global__ void __launch_bounds__(block_threads<HANDOFF>(), 1)
   const GroupList ul = unit_list<PAIRS>(sm, a.tile_expert, tiles, a.stream_align);
   const int32_t units = ul.entries, experts = ul.experts; /* per column group */
   const Range rg = range_of<!HANDOFF>(units, a.I / kBox, a.H / kBK, experts, a.stream_rounds);
-  if (rg.begin >= rg.end) return;
+  if (range_size(rg) == 0) return;
   if (threadIdx.x >= kProducer) {
     produce1<PAIRS, HANDOFF>(a, map_w, sm, rg);
   } else if (threadIdx.x < kConsumers) {

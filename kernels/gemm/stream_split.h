@@ -98,6 +98,48 @@ FP8MOE_SPLIT_FN int64_t fp8moe_split_cta_of(int64_t i, int64_t work, int64_t cta
   return ((i + 1) * ctas - 1) / work;
 }
 
+/* The rounds balanced (docs/GPU.md "Balanced rounds"), where fp8moe_split_rounds takes R rounds: F = ⌊entries /
+ * grid⌋ full rounds on the whole grid (entry r·grid + c on CTA c in round r: fp8moe_split_round_entry with R = F,
+ * C = grid, every slot real), then the N_t = entries − F·grid entries left by stream-K over the grid
+ * (fp8moe_split_ctas_units of their N_t·col_units units, in entry order, an entry's column units in turn; the usual
+ * fixup there). A CTA then streams F + N_t / grid entries where the rounds gave it F + 1: the rounds run at one
+ * CTA's stream rate (docs/GPU.md "Rounds and bandwidth"), so spreading the last round over every CTA cuts their time
+ * by up to (1 − N_t / grid) / (F + 1) of it, at the price of the tail's entries of one expert no longer streaming
+ * side by side. In the kernels' virtual iteration space (P = col_units·kblocks iterations an entry) CTA c takes
+ * [begin, end) = [c·F·P, (c + 1)·F·P) of the full rounds, then [begin2, end2) = tail_base + its stream-K range
+ * [fp8moe_split_begin(c), fp8moe_split_begin(c + 1)) of tail_work iterations on tail_ctas CTAs, tail_base = F·grid·P
+ * (begin2 = end2 = end where it takes no tail iterations). entries ≥ grid ≥ 1. */
+typedef struct fp8moe_split_pieces {
+  int64_t begin, end;
+  int64_t tail_base, tail_work, tail_ctas;
+  int64_t begin2, end2;
+} fp8moe_split_pieces;
+
+FP8MOE_SPLIT_FN fp8moe_split_pieces fp8moe_split_balanced(int64_t c, int64_t grid, int64_t entries, int64_t col_units,
+                                                          int64_t kblocks) {
+  fp8moe_split_pieces p;
+  const int64_t full = entries / grid, per_entry = col_units * kblocks;
+  const int64_t tail_units = (entries - full * grid) * col_units;
+  p.begin = c * full * per_entry;
+  p.end = p.begin + full * per_entry;
+  p.tail_base = grid * full * per_entry;
+  p.tail_work = tail_units * kblocks;
+  p.tail_ctas = tail_units > 0 ? fp8moe_split_ctas_units(grid, tail_units, kblocks) : 0;
+  p.begin2 = p.end2 = p.end;
+  if (c < p.tail_ctas) {
+    p.begin2 = p.tail_base + fp8moe_split_begin(c, p.tail_work, p.tail_ctas);
+    p.end2 = p.tail_base + fp8moe_split_begin(c + 1, p.tail_work, p.tail_ctas);
+  }
+  return p;
+}
+
+/* Where the rounds balanced may run without the rounds' rule (fp8moe_split_rounds): with more entries than CTAs and
+ * some expert holding two of them, the full rounds read its weights once for both where stream-K may read them twice,
+ * and each CTA streams the same entries / grid as stream-K would (mode 3 of the kernels' stream_rounds, opt-in). */
+FP8MOE_SPLIT_FN int fp8moe_split_balanced_pays(int64_t grid, int64_t entries, int64_t experts) {
+  return grid > 0 && entries > grid && experts > 0 && experts < entries;
+}
+
 /* One CTA's share of unit u: blocks [kb0, kb1) of it; first and last CTA of the unit (first == last: the unit
  * is not split); slot: the partial slot this segment uses when split (0: the segment starts the CTA's range
  * inside the unit; 1: the segment starts the unit). */

@@ -166,8 +166,8 @@ static int32_t cuda_create(struct fp8moe_context* ctx, const fp8moe_context_args
   impl->stream_handoff = sm90.stream_handoff;
   impl->stream_pairs = sm90.stream_pairs;
   impl->stream_align = sm90.stream_align;
-  impl->stream_rounds = fp8moe_cuda_plan_stream_rounds(sm90.stream_rounds, dram_bytes_per_s(args->device_ordinal),
-                                                       impl->sm_count);
+  impl->stream_rounds = fp8moe_cuda_plan_stream_rounds(sm90.stream_rounds, sm90.stream_balanced,
+                                                       dram_bytes_per_s(args->device_ordinal), impl->sm_count);
   impl->gemm1_sorted_x = sm90.gemm1_sorted_x;
   if (!sm90.gemm1_cluster) impl->gemm1_clusters = 0; /* the one-CTA GEMMs unless the variant asks for clusters */
   if (!sm90.gemm2_cluster) impl->gemm2_clusters = 0;

@@ -204,9 +204,11 @@ int fp8moe_cuda_plan_stream_workspace(int32_t cc, const fp8moe_problem* p) {
 /* The pair items' A from expert-sorted rows where fp8moe_cuda_plan_sorted_x says so (docs/GPU.md "Expert-sorted
  * activations"). The pair kernel's claims split by L2 partition ("P", docs/GPU.md "L2 partitions") are off: on an
  * H100 they cut GEMM1's L2 fabric traffic by 28 % and moved layers by −1.5 % to +1.5 %. */
+/* The stream GEMMs' rounds run balanced: the last round spread over the whole grid by stream-K (docs/GPU.md "Balanced
+ * rounds": kimi-k2 block skewed T = 512 −8 % on an H100); "W" keeps the rounds whole. */
 static const fp8moe_sm90_variant k_sm90_default = {
     FP8MOE_SM90_LOOP_OVERLAP, FP8MOE_SM90_ORDER_GROUPED, FP8MOE_SM90_ORDER_GROUPED, 0, 0, 1, 1, 1, 1, 0, 1, 1, 1, 1,
-    1, 1, 1, 1, 0, 2};
+    1, 1, 1, 1, 0, 2, 1};
 
 fp8moe_sm90_variant fp8moe_cuda_plan_context_sm90_variant(void) {
   fp8moe_sm90_variant v = k_sm90_default;
@@ -239,6 +241,8 @@ fp8moe_sm90_variant fp8moe_cuda_plan_context_sm90_variant(void) {
   if (strchr(sw, 'P') != NULL) v.gemm1_partitioned = 1;
   if (strchr(sw, 'B') != NULL) v.stream_rounds = 1;
   if (strchr(sw, 'R') != NULL) v.stream_rounds = 0;
+  if (strchr(sw, 'G') != NULL) v.stream_balanced = 2;
+  if (strchr(sw, 'W') != NULL) v.stream_balanced = 0;
   return v;
 }
 
@@ -426,9 +430,11 @@ int32_t fp8moe_cuda_plan_stream_align(const fp8moe_problem* p, int32_t mode) {
  * them); it stays opt-in until an H200 measures it against rounds everywhere (mode 2, the default). */
 static const double k_stream_rounds_max_bytes_per_sm = 30e9;
 
-int32_t fp8moe_cuda_plan_stream_rounds(int32_t mode, double dram_bytes_per_s, int32_t sm_count) {
-  if (mode != 1) return mode != 0;
-  return sm_count <= 0 || dram_bytes_per_s <= 0.0 || dram_bytes_per_s <= k_stream_rounds_max_bytes_per_sm * sm_count;
+int32_t fp8moe_cuda_plan_stream_rounds(int32_t mode, int32_t balanced, double dram_bytes_per_s, int32_t sm_count) {
+  const int allowed = mode == 1 ? sm_count <= 0 || dram_bytes_per_s <= 0.0 ||
+                                      dram_bytes_per_s <= k_stream_rounds_max_bytes_per_sm * sm_count
+                                : mode != 0;
+  return allowed ? 1 + (balanced < 0 ? 0 : balanced > 2 ? 2 : balanced) : 0;
 }
 
 int32_t fp8moe_cuda_plan_decode_dense(const fp8moe_problem* p, int32_t clusters, int32_t dense_clusters, int32_t mode) {

@@ -117,6 +117,11 @@ typedef struct fp8moe_sm90_variant {
                                  opt-in until measured on an H200) where the device's DRAM bandwidth per SM allows
                                  (fp8moe_cuda_plan_stream_rounds), 0 ("R", wins over "B"): never, stream-K there
                                  (docs/GPU.md "Rounds and bandwidth") */
+  int32_t stream_balanced;    /* where the rounds run: 1 their last round spread over the whole grid by stream-K
+                                 (kernels/gemm/stream_split.h fp8moe_split_balanced; docs/GPU.md "Balanced rounds"),
+                                 0 ("W") whole rounds, 2 ("G", opt-in) balanced wherever an expert holds two entries
+                                 and they outnumber the CTAs (fp8moe_split_balanced_pays), not only by the rounds'
+                                 rule */
 } fp8moe_sm90_variant;
 
 /* At context creation: the default variant (data in cuda_plan.c: both GEMMs grouped), with each letter
@@ -132,7 +137,8 @@ typedef struct fp8moe_sm90_variant {
  * "4" those items' groups by GEMM1's rule at every size, "0" the 64-row GEMM2's own rule below a tile per expert too,
  * "A" the 128-row GEMM1's pair items' groups without expert-aligned edges; "P" (on, where the others turn off) the
  * pair kernel's claimed items split by L2 partition (docs/GPU.md "L2 partitions"); "R" the stream GEMMs without
- * the split in rounds, "B" with it only up to the bandwidth bound (fp8moe_cuda_plan_stream_rounds; "R" wins).
+ * the split in rounds, "B" with it only up to the bandwidth bound (fp8moe_cuda_plan_stream_rounds; "R" wins), "W"
+ * whole rounds (not balanced), "G" balanced rounds wherever an expert shares ("W" wins).
  * Letters of the other switches ("1", "2", "d", "k", "j", "p", "c", "s") leave it. */
 fp8moe_sm90_variant fp8moe_cuda_plan_context_sm90_variant(void);
 
@@ -205,9 +211,10 @@ int32_t fp8moe_cuda_plan_stream_pairs(const fp8moe_problem* p, int32_t mode);
  * fp8moe_sm90_variant's stream_align (0 never). */
 int32_t fp8moe_cuda_plan_stream_align(const fp8moe_problem* p, int32_t mode);
 
-/* At context creation: whether the stream GEMMs may split in rounds on this device (fp8moe_sm90_variant's
- * stream_rounds mode; the peak DRAM bytes per second from the device's memory clock and bus width, 0 unknown). */
-int32_t fp8moe_cuda_plan_stream_rounds(int32_t mode, double dram_bytes_per_s, int32_t sm_count);
+/* At context creation: how the stream GEMMs may split in rounds on this device, the kernels' stream_rounds: 0 not,
+ * 1 whole rounds, 2 balanced, 3 balanced wherever an expert shares (fp8moe_sm90_variant's stream_rounds mode and
+ * stream_balanced; the peak DRAM bytes per second from the device's memory clock and bus width, 0 unknown). */
+int32_t fp8moe_cuda_plan_stream_rounds(int32_t mode, int32_t balanced, double dram_bytes_per_s, int32_t sm_count);
 /* Whether the register GEMM1 (the decode kernel) runs its dense variant: 4 CTAs per SM at 128 registers, so more of
  * its clusters of 8 are resident (clusters → dense_clusters, from fp8moe_prepare_gemm_decode), with balanced rounds
  * (docs/GPU.md "Denser decode GEMM1"). Where its expected items (the expected active experts × I/128 column groups)

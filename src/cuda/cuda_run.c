@@ -329,7 +329,7 @@ static int32_t experts(const fp8moe_cuda_impl* impl, const fp8moe_problem* p, co
     g->stream_handoff = impl->stream_handoff && fp8moe_cuda_plan_stream_handoff(p, FP8MOE_GEMM1, g->max_ctas);
     g->stream_pairs = !g->stream_handoff && fp8moe_cuda_plan_stream_pairs(p, impl->stream_pairs);
     g->stream_align = fp8moe_cuda_plan_stream_align(p, impl->stream_align);
-    g->stream_rounds = g->stream_align && impl->stream_rounds;
+    g->stream_rounds = g->stream_align ? impl->stream_rounds : 0;
   }
   /* zeroed with the scalar words; read only by the pair kernel */
   g->item_counter = impl->gemm1_claim ? words + FP8MOE_CUDA_S_GEMM1_ITEMS : NULL;
