@@ -126,7 +126,8 @@ static_assert(smem_bytes<false>() <= 232448 && smem_bytes<true>() <= 232448, "wi
 struct Range {
   int32_t tiles, col_units, kblocks;
   bool tile_major;
-  int32_t rounds, round_ctas; /* the expert-aligned split in rounds (rounds ≥ 2), else 1 and 0 */
+  int32_t rounds, round_ctas; /* the expert-aligned split in whole rounds (rounds ≥ 2 on round_ctas CTAs), or the
+                                 balanced rounds' full ones (≥ 1 on the grid); else 1 and 0 */
   int64_t work, ctas, begin, end;
   int64_t tail_base, tail_work, tail_ctas, begin2, end2;
 };
