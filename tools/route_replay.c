@@ -1,0 +1,140 @@
+/* route_replay — the routing of fp8moe-bench's points replayed on the host, no GPU: for each case (shape, format),
+ * T and routing distribution, the bench's own logits and bias (bench_problem.c, the same seeds), routed by the CPU
+ * backend through the C ABI with H = I = 128 (routing reads only logits and bias), then the counts that the stream
+ * GEMMs' split rules read: experts hit, 16-row tiles and pair entries (two tiles of one expert a unit), and their
+ * ratios (docs/GPU.md "Balanced rounds"). Usage: route_replay [shape,...] [T,...]; defaults: every shape, T = 256,
+ * 512, 1024. The library: FP8MOE_LIBRARY, else libfp8moe.so.1. */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench_problem.h"
+
+enum { kDim = 128, kTileRows = 16 };
+
+static const fp8moe_api* open_api(void) {
+  const char* path = getenv("FP8MOE_LIBRARY");
+  void* so = dlopen(path ? path : "libfp8moe.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!so) return NULL;
+  fp8moe_get_api_fn get_api = (fp8moe_get_api_fn)(uintptr_t)dlsym(so, "fp8moe_get_api");
+  fp8moe_negotiation n;
+  memset(&n, 0, sizeof n);
+  n.struct_size = sizeof n;
+  n.host_abi_major = FP8MOE_ABI_VERSION_MAJOR;
+  n.host_max_minor = FP8MOE_ABI_VERSION_MINOR;
+  const fp8moe_api* api = NULL;
+  return get_api && get_api(&n, &api) == FP8MOE_STATUS_OK ? api : NULL;
+}
+
+/* Zero weights of model ms (H = I = kDim) in per-tensor FP8: the routing's outputs do not depend on them. */
+static int small_weights(const bench_model* ms, bench_weights* w) {
+  const int64_t E = ms->E;
+  memset(w, 0, sizeof *w);
+  w->model = ms;
+  w->format = FP8MOE_QUANT_FP8_PER_TENSOR;
+  w->h13 = calloc((size_t)(E * 2 * kDim * kDim), 1);
+  w->h2 = calloc((size_t)(E * kDim * kDim), 1);
+  w->hs13 = calloc((size_t)E, sizeof(float));
+  w->hs2 = calloc((size_t)E, sizeof(float));
+  w->shape13[0] = w->shape2[0] = E;
+  w->shape13[1] = 2 * kDim;
+  w->shape13[2] = w->shape2[1] = w->shape2[2] = kDim;
+  w->sndim = 1;
+  w->sshape13[0] = w->sshape2[0] = E;
+  w->ns13 = w->ns2 = (size_t)E;
+  return w->h13 && w->h2 && w->hs13 && w->hs2 ? 0 : -1;
+}
+
+/* One point: 0 and its line printed, or -1. */
+static int replay(const fp8moe_api* api, fp8moe_context* cpu, size_t ci, int64_t T, int routing) {
+  const bench_case* c = bench_case_at(ci);
+  bench_model ms = *c->model;
+  ms.H = ms.I = kDim;
+  const int64_t E = ms.E, K = ms.K;
+  bench_weights w;
+  bench_inputs in;
+  if (small_weights(&ms, &w) != 0 || bench_inputs_make(c->model, T, 31 * T + ci, &in) != 0) return -1;
+  bench_inputs_route(c->model, routing, 7 * T + (uint64_t)routing, &in);
+  bench_buffers b;
+  memset(&b, 0, sizeof b);
+  b.hidden = calloc((size_t)(T * kDim), 2);
+  b.logits = in.logits;
+  b.bias = in.bias;
+  b.a1 = &in.a_scales[0];
+  b.a2 = &in.a_scales[1];
+  b.out = malloc((size_t)(T * kDim) * 2);
+  b.ids_out = malloc((size_t)(T * K) * 4);
+  b.w_out = malloc((size_t)(T * K) * 4);
+  int64_t* rows = calloc((size_t)E, sizeof(int64_t));
+  bench_call call;
+  bench_call_describe(&call, &w, &b, T, 0);
+  size_t bytes = 0;
+  int32_t st = b.hidden && b.out && b.ids_out && b.w_out && rows ? api->query_workspace(cpu, &call.a, &bytes) : -1;
+  void* ws = st == FP8MOE_STATUS_OK && bytes ? aligned_alloc(256, (bytes + 255) / 256 * 256) : NULL;
+  call.a.workspace = ws;
+  call.a.workspace_size = bytes;
+  if (st == FP8MOE_STATUS_OK) st = bytes && !ws ? -1 : api->run(cpu, &call.a);
+  if (st == FP8MOE_STATUS_OK) {
+    const int32_t* ids = b.ids_out;
+    for (int64_t i = 0; i < T * K; ++i)
+      if (ids[i] >= 0 && ids[i] < E) ++rows[ids[i]];
+    int64_t hit = 0, tiles = 0, pairs = 0;
+    for (int64_t e = 0; e < E; ++e) {
+      const int64_t t = (rows[e] + kTileRows - 1) / kTileRows;
+      hit += rows[e] > 0;
+      tiles += t;
+      pairs += (t + 1) / 2;
+    }
+    printf("%s %s %s %lld %lld %lld %lld %.2f %.2f\n", c->model->name, bench_format_short(c->format),
+           routing == BENCH_ROUTING_SKEWED ? "skewed" : "uniform", (long long)T, (long long)hit, (long long)tiles,
+           (long long)pairs, hit ? (double)tiles / (double)hit : 0.0, hit ? (double)pairs / (double)hit : 0.0);
+  }
+  free(ws);
+  free(rows);
+  free(b.hidden);
+  free(b.out);
+  free(b.ids_out);
+  free(b.w_out);
+  free(w.h13);
+  free(w.h2);
+  free(w.hs13);
+  free(w.hs2);
+  bench_inputs_free(&in);
+  return st == FP8MOE_STATUS_OK ? 0 : -1;
+}
+
+int main(int argc, char** argv) {
+  const char* shapes = argc > 1 ? argv[1] : NULL;
+  int64_t Ts[BENCH_MAX_TOKENS] = {256, 512, 1024};
+  int nT = 3;
+  if (argc > 2) {
+    nT = 0;
+    for (char* s = argv[2]; *s && nT < BENCH_MAX_TOKENS; s += *s == ',') Ts[nT++] = strtoll(s, &s, 10);
+  }
+  const fp8moe_api* api = open_api();
+  char msg[512];
+  fp8moe_context_args ca;
+  memset(&ca, 0, sizeof ca);
+  ca.struct_size = sizeof ca;
+  ca.error_message = msg;
+  ca.error_message_size = sizeof msg;
+  ca.backend = FP8MOE_BACKEND_CPU;
+  fp8moe_context* cpu = NULL;
+  if (!api || api->context_create(&ca, &cpu) != FP8MOE_STATUS_OK) {
+    fprintf(stderr, "route_replay: no CPU context from the library (%s)\n", api ? msg : dlerror());
+    return 1;
+  }
+  printf("shape format routing T experts tiles16 pairs16 tiles/expert pairs/expert\n");
+  int bad = 0;
+  for (size_t ci = 0; ci < bench_case_count(); ++ci) {
+    const char* name = bench_case_at(ci)->model->name;
+    const char* at = shapes ? strstr(shapes, name) : NULL;
+    if (shapes && !(at && (at == shapes || at[-1] == ',') && (at[strlen(name)] == ',' || !at[strlen(name)]))) continue;
+    for (int ti = 0; ti < nT; ++ti)
+      for (int routing = BENCH_ROUTING_UNIFORM; routing <= BENCH_ROUTING_SKEWED; routing <<= 1)
+        bad += replay(api, cpu, ci, Ts[ti], routing) != 0;
+  }
+  api->context_destroy(cpu);
+  return bad ? 1 : 0;
+}
