@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "bench_gpu.h"
+#include "bench_plugin.h"
 #include "bench_problem.h"
 #include "bench_report.h"
 
@@ -47,43 +48,6 @@ static const char* plugin_path(const bench_args* a) {
   return path ? path : "libfp8moe.so.1";
 }
 
-/* dlopen + negotiation, as a host does. Each plugin has its own handle: another file loads a second copy even
- * under the same SONAME (RTLD_LOCAL keeps the copies' symbols apart); the same file again, by any path (a
- * symlink too), is the same copy with its reference count raised. who prefixes the messages ("" for A). */
-static int open_plugin(const char* path, const char* who, bench_plugin* pl) {
-  pl->so = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  if (!pl->so) {
-    fprintf(stderr, "fp8moe-bench: %sdlopen(%s): %s\n", who, path, dlerror());
-    return -1;
-  }
-  fp8moe_get_api_fn get_api = (fp8moe_get_api_fn)(uintptr_t)dlsym(pl->so, "fp8moe_get_api");
-  fp8moe_negotiation n;
-  memset(&n, 0, sizeof n);
-  n.struct_size = sizeof n;
-  n.host_abi_major = FP8MOE_ABI_VERSION_MAJOR;
-  n.host_max_minor = FP8MOE_ABI_VERSION_MINOR;
-  if (!get_api || get_api(&n, &pl->api) != FP8MOE_STATUS_OK) {
-    fprintf(stderr, "fp8moe-bench: %snegotiation failed: %s\n", who, get_api ? n.message : "no fp8moe_get_api");
-    return -1;
-  }
-  return 0;
-}
-
-static int create_context(const bench_plugin* pl, int32_t backend, const char* what, fp8moe_context** out) {
-  char msg[512];
-  fp8moe_context_args ca;
-  memset(&ca, 0, sizeof ca);
-  ca.struct_size = sizeof ca;
-  ca.error_message = msg;
-  ca.error_message_size = sizeof msg;
-  ca.backend = backend;
-  if (pl->api->context_create(&ca, out) != FP8MOE_STATUS_OK) {
-    fprintf(stderr, "fp8moe-bench: %s: %s\n", what, msg);
-    return -1;
-  }
-  return 0;
-}
-
 /* 0 with both of A's contexts, 77 when the CUDA backend is unavailable, -1 on other errors. */
 static int open_contexts(bench* b) {
   const bench_plugin* a = &b->plugin[0];
@@ -97,8 +61,9 @@ static int open_contexts(bench* b) {
     printf("fp8moe-bench: skipped, no usable CUDA device (%s)\n", bi.reason[0] ? bi.reason : "cudaGetDeviceCount");
     return 77;
   }
-  if (create_context(a, FP8MOE_BACKEND_CUDA, "CUDA context", &b->plugin[0].gpu) != 0) return -1;
-  return create_context(a, FP8MOE_BACKEND_CPU, "CPU context", &b->cpu);
+  if (bench_context_create(a->api, FP8MOE_BACKEND_CUDA, "fp8moe-bench: CUDA context", &b->plugin[0].gpu) != 0)
+    return -1;
+  return bench_context_create(a->api, FP8MOE_BACKEND_CPU, "fp8moe-bench: CPU context", &b->cpu);
 }
 
 /* B's CUDA context, created while FP8MOE_CUDA_GEMM_FALLBACK is what --ab-env says (A's was created with the
@@ -113,7 +78,9 @@ static int open_ab_context(bench* b) {
   const char* seen = getenv(FALLBACK_ENV);
   b->run.ab_env_set = seen != NULL;
   snprintf(b->run.ab_env, sizeof b->run.ab_env, "%s", seen ? seen : "");
-  if (rc == 0) rc = create_context(&b->plugin[1], FP8MOE_BACKEND_CUDA, "B's CUDA context", &b->plugin[1].gpu);
+  if (rc == 0)
+    rc = bench_context_create(b->plugin[1].api, FP8MOE_BACKEND_CUDA, "fp8moe-bench: B's CUDA context",
+                              &b->plugin[1].gpu);
   else fprintf(stderr, "fp8moe-bench: cannot set %s for B\n", FALLBACK_ENV);
   if ((saved ? setenv(FALLBACK_ENV, saved, 1) : unsetenv(FALLBACK_ENV)) != 0) {
     fprintf(stderr, "fp8moe-bench: cannot restore %s\n", FALLBACK_ENV);
@@ -591,8 +558,9 @@ int main(int argc, char** argv) {
   b.n_plugins = bench_args_ab(&b.args) ? 2 : 1;
   const char* path_a = plugin_path(&b.args);
   const char* path_b = b.args.ab_library ? b.args.ab_library : path_a;
-  if (open_plugin(path_a, "", &b.plugin[0]) != 0) return 3;
-  if (b.n_plugins == 2 && open_plugin(path_b, "B: ", &b.plugin[1]) != 0) return 3;
+  if (bench_plugin_open(path_a, "fp8moe-bench: ", &b.plugin[0].so, &b.plugin[0].api) != 0) return 3;
+  if (b.n_plugins == 2 && bench_plugin_open(path_b, "fp8moe-bench: B: ", &b.plugin[1].so, &b.plugin[1].api) != 0)
+    return 3;
   int rc = open_contexts(&b);
   if (rc != 0) return rc == 77 ? 77 : 3;
   if (b.n_plugins == 2) {

@@ -4,28 +4,14 @@
  * GEMMs' split rules read: experts hit, 16-row tiles and pair entries (two tiles of one expert a unit), and their
  * ratios (docs/GPU.md "Balanced rounds"). Usage: route_replay [shape,...] [T,...]; defaults: every shape, T = 256,
  * 512, 1024. The library: FP8MOE_LIBRARY, else libfp8moe.so.1. */
-#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_plugin.h"
 #include "bench_problem.h"
 
 enum { kDim = 128, kTileRows = 16 };
-
-static const fp8moe_api* open_api(void) {
-  const char* path = getenv("FP8MOE_LIBRARY");
-  void* so = dlopen(path ? path : "libfp8moe.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!so) return NULL;
-  fp8moe_get_api_fn get_api = (fp8moe_get_api_fn)(uintptr_t)dlsym(so, "fp8moe_get_api");
-  fp8moe_negotiation n;
-  memset(&n, 0, sizeof n);
-  n.struct_size = sizeof n;
-  n.host_abi_major = FP8MOE_ABI_VERSION_MAJOR;
-  n.host_max_minor = FP8MOE_ABI_VERSION_MINOR;
-  const fp8moe_api* api = NULL;
-  return get_api && get_api(&n, &api) == FP8MOE_STATUS_OK ? api : NULL;
-}
 
 /* Zero weights of model ms (H = I = kDim) in per-tensor FP8: the routing's outputs do not depend on them. */
 static int small_weights(const bench_model* ms, bench_weights* w) {
@@ -112,19 +98,13 @@ int main(int argc, char** argv) {
     nT = 0;
     for (char* s = argv[2]; *s && nT < BENCH_MAX_TOKENS; s += *s == ',') Ts[nT++] = strtoll(s, &s, 10);
   }
-  const fp8moe_api* api = open_api();
-  char msg[512];
-  fp8moe_context_args ca;
-  memset(&ca, 0, sizeof ca);
-  ca.struct_size = sizeof ca;
-  ca.error_message = msg;
-  ca.error_message_size = sizeof msg;
-  ca.backend = FP8MOE_BACKEND_CPU;
+  const char* path = getenv("FP8MOE_LIBRARY");
+  void* so = NULL;
+  const fp8moe_api* api = NULL;
   fp8moe_context* cpu = NULL;
-  if (!api || api->context_create(&ca, &cpu) != FP8MOE_STATUS_OK) {
-    fprintf(stderr, "route_replay: no CPU context from the library (%s)\n", api ? msg : dlerror());
+  if (bench_plugin_open(path ? path : "libfp8moe.so.1", "route_replay: ", &so, &api) != 0 ||
+      bench_context_create(api, FP8MOE_BACKEND_CPU, "route_replay: CPU context", &cpu) != 0)
     return 1;
-  }
   printf("shape format routing T experts tiles16 pairs16 tiles/expert pairs/expert\n");
   int bad = 0;
   for (size_t ci = 0; ci < bench_case_count(); ++ci) {
