@@ -40,8 +40,9 @@ static int replay(const fp8moe_api* api, fp8moe_context* cpu, size_t ci, int64_t
   const int64_t E = ms.E, K = ms.K;
   bench_weights w;
   bench_inputs in;
-  if (small_weights(&ms, &w) != 0 || bench_inputs_make(c->model, T, 31 * T + ci, &in) != 0) return -1;
-  bench_inputs_route(c->model, routing, 7 * T + (uint64_t)routing, &in);
+  memset(&in, 0, sizeof in); /* freed below whatever fails */
+  const int ready = small_weights(&ms, &w) == 0 && bench_inputs_make(c->model, T, 31 * T + ci, &in) == 0;
+  if (ready) bench_inputs_route(c->model, routing, 7 * T + (uint64_t)routing, &in);
   bench_buffers b;
   memset(&b, 0, sizeof b);
   b.hidden = calloc((size_t)(T * kDim), 2);
@@ -56,7 +57,8 @@ static int replay(const fp8moe_api* api, fp8moe_context* cpu, size_t ci, int64_t
   bench_call call;
   bench_call_describe(&call, &w, &b, T, 0);
   size_t bytes = 0;
-  int32_t st = b.hidden && b.out && b.ids_out && b.w_out && rows ? api->query_workspace(cpu, &call.a, &bytes) : -1;
+  int32_t st = ready && b.hidden && b.out && b.ids_out && b.w_out && rows ? api->query_workspace(cpu, &call.a, &bytes)
+                                                                          : -1;
   void* ws = st == FP8MOE_STATUS_OK && bytes ? aligned_alloc(256, (bytes + 255) / 256 * 256) : NULL;
   call.a.workspace = ws;
   call.a.workspace_size = bytes;
