@@ -43,11 +43,6 @@ static double since(const struct timespec* t0) {
   return (double)(t.tv_sec - t0->tv_sec) + 1e-9 * (double)(t.tv_nsec - t0->tv_nsec);
 }
 
-static const char* plugin_path(const bench_args* a) {
-  const char* path = a->library ? a->library : getenv("FP8MOE_LIBRARY");
-  return path ? path : "libfp8moe.so.1";
-}
-
 /* 0 with both of A's contexts, 77 when the CUDA backend is unavailable, -1 on other errors. */
 static int open_contexts(bench* b) {
   const bench_plugin* a = &b->plugin[0];
@@ -556,7 +551,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   b.n_plugins = bench_args_ab(&b.args) ? 2 : 1;
-  const char* path_a = plugin_path(&b.args);
+  const char* path_a = bench_plugin_path(b.args.library);
   const char* path_b = b.args.ab_library ? b.args.ab_library : path_a;
   if (bench_plugin_open(path_a, "fp8moe-bench: ", &b.plugin[0].so, &b.plugin[0].api) != 0) return 3;
   if (b.n_plugins == 2 && bench_plugin_open(path_b, "fp8moe-bench: B: ", &b.plugin[1].so, &b.plugin[1].api) != 0)

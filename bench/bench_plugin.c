@@ -3,7 +3,13 @@
 
 #include <dlfcn.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+const char* bench_plugin_path(const char* library) {
+  const char* path = library ? library : getenv("FP8MOE_LIBRARY");
+  return path ? path : "libfp8moe.so.1";
+}
 
 int bench_plugin_open(const char* path, const char* prefix, void** so, const fp8moe_api** api) {
   *so = dlopen(path, RTLD_NOW | RTLD_LOCAL);

@@ -7,6 +7,8 @@
 
 #include "fp8moe.h"
 
+/* The library to load: `library` (--library), else $FP8MOE_LIBRARY, else the SONAME. */
+const char* bench_plugin_path(const char* library);
 /* Each call opens its own handle: another file loads a second copy even under the same SONAME (RTLD_LOCAL keeps
  * the copies' symbols apart); the same file again, by any path (a symlink too), is the same copy with its
  * reference count raised. 0, or -1 with a message on stderr led by `prefix`. */

@@ -34,8 +34,8 @@ endif()
 # 117 experts; docs/GPU.md "Rounds and bandwidth", "Balanced rounds").
 if(TARGET route_replay)
   add_test(NAME route_replay_counts
-           COMMAND sh -c "out=$(\"$0\" kimi-k2,deepseek-v3 256,512) || exit 1; printf '%s\\n' \"$out\"; \
-printf '%s\\n' \"$out\" | grep -q '^kimi-k2 block skewed 512 117 328 211 ' && \
+           COMMAND sh -c "out=$(\"$0\" --shape kimi-k2,deepseek-v3 --tokens 256,512) || exit 1; \
+printf '%s\\n' \"$out\"; printf '%s\\n' \"$out\" | grep -q '^kimi-k2 block skewed 512 117 328 211 ' && \
 printf '%s\\n' \"$out\" | grep -q '^deepseek-v3 block skewed 256 96 191 135 '" $<TARGET_FILE:route_replay>)
   set_tests_properties(route_replay_counts PROPERTIES TIMEOUT 120
                        ENVIRONMENT "FP8MOE_LIBRARY=$<TARGET_FILE:fp8moe>")

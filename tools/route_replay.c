@@ -2,8 +2,8 @@
  * T and routing distribution, the bench's own logits and bias (bench_problem.c, the same seeds), routed by the CPU
  * backend through the C ABI with H = I = 128 (routing reads only logits and bias), then the counts that the stream
  * GEMMs' split rules read: experts hit, 16-row tiles and pair entries (two tiles of one expert a unit), and their
- * ratios (docs/GPU.md "Balanced rounds"). Usage: route_replay [shape,...] [T,...]; defaults: every shape, T = 256,
- * 512, 1024. The library: FP8MOE_LIBRARY, else libfp8moe.so.1. */
+ * ratios (docs/GPU.md "Balanced rounds"). It takes fp8moe-bench's own point arguments (bench_parse_args: --shape,
+ * --format, --tokens, --routing, --library) and replays the points the bench would run; the others are ignored. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,29 +93,25 @@ static int replay(const fp8moe_api* api, fp8moe_context* cpu, size_t ci, int64_t
 }
 
 int main(int argc, char** argv) {
-  const char* shapes = argc > 1 ? argv[1] : NULL;
-  int64_t Ts[BENCH_MAX_TOKENS] = {256, 512, 1024};
-  int nT = 3;
-  if (argc > 2) {
-    nT = 0;
-    for (char* s = argv[2]; *s && nT < BENCH_MAX_TOKENS; s += *s == ',') Ts[nT++] = strtoll(s, &s, 10);
+  bench_args args;
+  char err[256];
+  if (bench_parse_args(argc, argv, &args, err, sizeof err) != 0) {
+    fprintf(stderr, "route_replay: %s\n", err);
+    return 2;
   }
-  const char* path = getenv("FP8MOE_LIBRARY");
   void* so = NULL;
   const fp8moe_api* api = NULL;
   fp8moe_context* cpu = NULL;
-  if (bench_plugin_open(path ? path : "libfp8moe.so.1", "route_replay: ", &so, &api) != 0 ||
+  if (bench_plugin_open(bench_plugin_path(args.library), "route_replay: ", &so, &api) != 0 ||
       bench_context_create(api, FP8MOE_BACKEND_CPU, "route_replay: CPU context", &cpu) != 0)
     return 1;
   printf("shape format routing T experts tiles16 pairs16 tiles/expert pairs/expert\n");
   int bad = 0;
   for (size_t ci = 0; ci < bench_case_count(); ++ci) {
-    const char* name = bench_case_at(ci)->model->name;
-    const char* at = shapes ? strstr(shapes, name) : NULL;
-    if (shapes && !(at && (at == shapes || at[-1] == ',') && (at[strlen(name)] == ',' || !at[strlen(name)]))) continue;
-    for (int ti = 0; ti < nT; ++ti)
+    if (!(args.case_mask & (1u << ci))) continue;
+    for (int ti = 0; ti < args.n_tokens; ++ti)
       for (int routing = BENCH_ROUTING_UNIFORM; routing <= BENCH_ROUTING_SKEWED; routing <<= 1)
-        bad += replay(api, cpu, ci, Ts[ti], routing) != 0;
+        if (args.routing_mask & routing) bad += replay(api, cpu, ci, args.tokens[ti], routing) != 0;
   }
   api->context_destroy(cpu);
   return bad ? 1 : 0;
