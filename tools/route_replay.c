@@ -2,7 +2,9 @@
  * T and routing distribution, the bench's own logits and bias (bench_problem.c, the same seeds), routed by the CPU
  * backend through the C ABI with H = I = 128 (routing reads only logits and bias), then the counts that the stream
  * GEMMs' split rules read: experts hit, 16-row tiles and pair entries (two tiles of one expert a unit), and their
- * ratios (docs/GPU.md "Balanced rounds"). It takes fp8moe-bench's own point arguments (bench_parse_args: --shape,
+ * ratios (docs/GPU.md "Balanced rounds"); then the routed rows and the 64-row tiles of the wgmma GEMMs, and the rows
+ * each form computes per routed row (tiles × 64 / rows and tiles16 × 16 / rows: the tensor-core work on padding rows;
+ * docs/GPU.md "Padding rows"). It takes fp8moe-bench's own point arguments (bench_parse_args: --shape,
  * --format, --tokens, --routing, --library) and replays the points the bench would run; the others are ignored. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,7 +13,7 @@
 #include "bench_plugin.h"
 #include "bench_problem.h"
 
-enum { kDim = 128, kTileRows = 16 };
+enum { kDim = 128, kTileRows = 16, kWgmmaRows = 64 };
 
 /* Zero weights of model ms (H = I = kDim) in per-tensor FP8: the routing's outputs do not depend on them. */
 static int small_weights(const bench_model* ms, bench_weights* w) {
@@ -67,16 +69,21 @@ static int replay(const fp8moe_api* api, fp8moe_context* cpu, size_t ci, int64_t
     const int32_t* ids = b.ids_out;
     for (int64_t i = 0; i < T * K; ++i)
       if (ids[i] >= 0 && ids[i] < E) ++rows[ids[i]];
-    int64_t hit = 0, tiles = 0, pairs = 0;
+    int64_t hit = 0, tiles = 0, pairs = 0, routed = 0, tiles64 = 0;
     for (int64_t e = 0; e < E; ++e) {
       const int64_t t = (rows[e] + kTileRows - 1) / kTileRows;
       hit += rows[e] > 0;
       tiles += t;
       pairs += (t + 1) / 2;
+      routed += rows[e];
+      tiles64 += (rows[e] + kWgmmaRows - 1) / kWgmmaRows;
     }
-    printf("%s %s %s %lld %lld %lld %lld %.2f %.2f\n", c->model->name, bench_format_short(c->format),
-           routing == BENCH_ROUTING_SKEWED ? "skewed" : "uniform", (long long)T, (long long)hit, (long long)tiles,
-           (long long)pairs, hit ? (double)tiles / (double)hit : 0.0, hit ? (double)pairs / (double)hit : 0.0);
+    const double per_hit = hit ? 1.0 / (double)hit : 0.0, per_row = routed ? 1.0 / (double)routed : 0.0;
+    printf("%s %s %s %lld %lld %lld %lld %.2f %.2f %lld %lld %.3f %.3f\n", c->model->name,
+           bench_format_short(c->format), routing == BENCH_ROUTING_SKEWED ? "skewed" : "uniform", (long long)T,
+           (long long)hit, (long long)tiles, (long long)pairs, (double)tiles * per_hit, (double)pairs * per_hit,
+           (long long)routed, (long long)tiles64, (double)(tiles64 * kWgmmaRows) * per_row,
+           (double)(tiles * kTileRows) * per_row);
   }
   free(ws);
   free(rows);
@@ -105,7 +112,7 @@ int main(int argc, char** argv) {
   if (bench_plugin_open(bench_plugin_path(args.library), "route_replay: ", &so, &api) != 0 ||
       bench_context_create(api, FP8MOE_BACKEND_CPU, "route_replay: CPU context", &cpu) != 0)
     return 1;
-  printf("shape format routing T experts tiles16 pairs16 tiles/expert pairs/expert\n");
+  printf("shape format routing T experts tiles16 pairs16 tiles/expert pairs/expert rows tiles64 work64 work16\n");
   int bad = 0;
   for (size_t ci = 0; ci < bench_case_count(); ++ci) {
     if (!(args.case_mask & (1u << ci))) continue;
