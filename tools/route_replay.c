@@ -2,7 +2,7 @@
  * T and routing distribution, the bench's own logits and bias (bench_problem.c, the same seeds), routed by the CPU
  * backend through the C ABI with H = I = 128 (routing reads only logits and bias), then the counts that the stream
  * GEMMs' split rules read: experts hit, 16-row tiles and pair entries (two tiles of one expert a unit), and their
- * ratios (docs/GPU.md "Balanced rounds"); then the routed rows and the 64-row tiles of the wgmma GEMMs, and the rows
+ * ratios (docs/GPU.md "Balanced rounds"); then the routed rows and the 64-row tiles of the tile GEMMs, and the rows
  * each form computes per routed row (tiles × 64 / rows and tiles16 × 16 / rows: the tensor-core work on padding rows;
  * docs/GPU.md "Padding rows"). It takes fp8moe-bench's own point arguments (bench_parse_args: --shape,
  * --format, --tokens, --routing, --library) and replays the points the bench would run; the others are ignored. */
