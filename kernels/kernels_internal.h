@@ -261,7 +261,7 @@ typedef struct fp8moe_gemm1_args {
                                   more than one unit list entry (fp8moe_cuda_plan_stream_align; stream_split.h) */
   int32_t stream_rounds;       /* stream kernels only, with stream_align: 1 = that split in rounds where the entries
                                   outnumber the CTAs, 2 = those rounds balanced (stream_split.h
-                                  fp8moe_split_balanced), 3 = balanced wherever an expert holds two entries
+                                  fp8moe_split_balanced), 3 = balanced also where entries ≥ 1.35 experts
                                   (fp8moe_split_balanced_pays), 0 = none (fp8moe_cuda_plan_stream_rounds) */
   int32_t x_sorted;            /* sm90 pair items only (not alternate, no clusters): 1 = x holds the expert-sorted
                                   rows, row r of tile_m·max_tiles the codes of sorted row r (stride x_stride = H;

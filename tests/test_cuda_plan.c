@@ -263,11 +263,11 @@ static int clusters_are(int32_t on) {
 }
 
 /* The stream GEMMs' switches ("h", "b"/"l", "3"), the rounds' mode ("R"/"B") at its default 2, balanced by the rule
- * ("W", "G" off). */
+ * and by entries an expert ("W", "V" off). */
 static int stream_is(int32_t handoff, int32_t pairs, int32_t align) {
   const fp8moe_sm90_variant v = fp8moe_cuda_plan_context_sm90_variant();
   return v.stream_handoff == handoff && v.stream_pairs == pairs && v.stream_align == align && v.stream_rounds == 2 &&
-         v.stream_balanced == 1;
+         v.stream_balanced == 2;
 }
 
 /* The grouped order's rule switches (sessions 46–48; docs/GPU.md "GEMM2's group size", "Expert-aligned groups",
@@ -357,15 +357,15 @@ static void sm90_variants(void) {
   EXPECT(variant_is(overlap, grouped, grouped) && clusters_are(0) && stream_is(1, 1, 0),
          "FALLBACK=3: the stream GEMMs without the expert-aligned split, nothing else changed");
   for (int i = 0; i < 6; ++i) {
-    static const char* const letters[6] = {"R", "B", "RB", "W", "G", "GW"};
-    static const int32_t modes[6] = {0, 1, 0, 2, 2, 2}, balanced[6] = {1, 1, 1, 0, 2, 0};
+    static const char* const letters[6] = {"R", "B", "RB", "W", "V", "VW"};
+    static const int32_t modes[6] = {0, 1, 0, 2, 2, 2}, balanced[6] = {2, 2, 2, 0, 1, 0};
     setenv("FP8MOE_CUDA_GEMM_FALLBACK", letters[i], 1);
     const fp8moe_sm90_variant v = fp8moe_cuda_plan_context_sm90_variant();
     EXPECT(variant_is(overlap, grouped, grouped) && clusters_are(0) && v.stream_rounds == modes[i] &&
                v.stream_balanced == balanced[i] &&
                v.stream_align == 1 && v.stream_pairs == 1 && v.stream_handoff == 1 && group_switches_are(v, -1),
-           "FALLBACK=%s: the rounds' mode %d (R never, B by bandwidth, R wins), balanced %d (W whole, G wherever an "
-           "expert shares, W wins), nothing else changed", letters[i], (int)modes[i], (int)balanced[i]);
+           "FALLBACK=%s: the rounds' mode %d (R never, B by bandwidth, R wins), balanced %d (W whole, V by the rounds' "
+           "rule only, W wins), nothing else changed", letters[i], (int)modes[i], (int)balanced[i]);
   }
   setenv("FP8MOE_CUDA_GEMM_FALLBACK", "7", 1);
   EXPECT(variant_is(overlap, grouped, grouped) && clusters_are(0) && stream_is(1, 1, 1) &&
@@ -1356,9 +1356,9 @@ static void stream_rounds_rule(void) {
   EXPECT(fp8moe_cuda_plan_stream_rounds(2, 1, h200, 132) == 2 && fp8moe_cuda_plan_stream_rounds(1, 1, h100, 132) == 2 &&
              fp8moe_cuda_plan_stream_rounds(1, 1, h200, 132) == 0 &&
              fp8moe_cuda_plan_stream_rounds(0, 1, h100, 132) == 0,
-         "balanced (the default): 2 wherever the mode allows rounds, 0 where it does not");
+         "balanced by the rounds' rule (\"V\"): 2 wherever the mode allows rounds, 0 where it does not");
   EXPECT(fp8moe_cuda_plan_stream_rounds(2, 2, h200, 132) == 3 && fp8moe_cuda_plan_stream_rounds(0, 2, h200, 132) == 0,
-         "balanced wherever an expert shares (\"G\"): 3, 0 where the mode allows no rounds");
+         "balanced also by entries an expert (the default): 3, 0 where the mode allows no rounds");
 }
 
 /* The register GEMM1's dense variant (fp8moe_cuda_plan_decode_dense): where the expected items (active experts × I/128)

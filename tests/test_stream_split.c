@@ -190,9 +190,16 @@ int main(void) {
          "kimi-k2 skewed T = 512: one round and 0.6 of an entry per CTA");
   EXPECT(fp8moe_split_balanced(0, 132, 132, 16, 56).tail_ctas == 0 && balanced_holds(132, 132, 16, 56, 0) == 0,
          "no tail where the entries fill whole rounds");
-  EXPECT(fp8moe_split_balanced_pays(132, 247, 189) && !fp8moe_split_balanced_pays(132, 132, 3) &&
-             !fp8moe_split_balanced_pays(132, 211, 211) && !fp8moe_split_balanced_pays(0, 211, 117),
-         "balanced wherever an expert shares (kimi-k2 uniform T = 512's 247 entries of 189), never within the grid");
+  /* The host replay of the bench's routing (docs/GPU.md "Balanced rounds"): deepseek-v3 skewed T = 256 135 pair entries
+   * of 96 experts (block) and 140 of 98 (per-tensor) balanced; kimi-k2 uniform T = 512 247 of 189, skewed T = 256 165
+   * of 129, deepseek-v3 uniform T = 256 165 of 152 not; 1.35 entries an expert exactly balanced, within the grid never. */
+  EXPECT(fp8moe_split_balanced_pays(132, 135, 96) && fp8moe_split_balanced_pays(132, 140, 98) &&
+             !fp8moe_split_balanced_pays(132, 247, 189) && !fp8moe_split_balanced_pays(132, 165, 129) &&
+             !fp8moe_split_balanced_pays(132, 165, 152),
+         "balanced by entries an expert at the measured points");
+  EXPECT(fp8moe_split_balanced_pays(132, 270, 200) && !fp8moe_split_balanced_pays(132, 269, 200) &&
+             !fp8moe_split_balanced_pays(132, 132, 3) && !fp8moe_split_balanced_pays(0, 211, 117),
+         "the bound 1.35 itself balanced, below it not; never within the grid or without CTAs");
   /* Shown able to fail: a tail that lost its last iteration is caught. */
   EXPECT(balanced_holds(132, 211, 16, 56, 1) != 0, "a lost tail iteration is caught");
   EXPECT(fp8moe_split_ctas_tiles(132, 10, 64 * 40, 3) == 130, "llama4-scout skewed T = 128: 130 CTAs");

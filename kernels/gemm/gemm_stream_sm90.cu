@@ -135,8 +135,8 @@ struct Range {
 /* experts: how many experts the entries belong to (experts_of_entries; = tiles where not counted); with fewer
  * experts than entries and at least as many units as CTAs, the expert-aligned split where it pays: entries spread
  * over the grid (fp8moe_split_ctas_tiles), or with more entries than CTAs in rounds (fp8moe_split_rounds) where
- * the launcher allows them (rounds_mode: 1 whole rounds, 2 balanced, 3 balanced wherever an expert shares
- * (fp8moe_split_balanced_pays), 0 none; fp8moe_cuda_plan_stream_rounds). */
+ * the launcher allows them (rounds_mode: 1 whole rounds, 2 balanced, 3 balanced also where fp8moe_split_balanced_pays,
+ * 0 none; fp8moe_cuda_plan_stream_rounds). */
 template <bool ROUNDS>
 __device__ __forceinline__ Range range_of(int32_t tiles, int32_t col_units, int32_t kblocks, int32_t experts,
                                           int32_t rounds_mode) {
@@ -151,9 +151,9 @@ __device__ __forceinline__ Range range_of(int32_t tiles, int32_t col_units, int3
   r.work = units * kblocks;
   const int64_t aligned = units >= grid ? fp8moe_split_ctas_tiles(grid, tiles, per_tile, experts) : 0;
   const bool shared = ROUNDS && rounds_mode != 0 && units >= grid;
-  const int64_t rounds = shared && rounds_mode != 3 ? fp8moe_split_rounds(grid, tiles, experts) : 0;
-  const bool balanced = shared && (rounds_mode == 3 ? fp8moe_split_balanced_pays(grid, tiles, experts) != 0
-                                                   : rounds_mode == 2 && rounds > 0);
+  const int64_t rounds = shared ? fp8moe_split_rounds(grid, tiles, experts) : 0;
+  const bool balanced = shared && rounds_mode >= 2 &&
+                        (rounds > 0 || (rounds_mode == 3 && fp8moe_split_balanced_pays(grid, tiles, experts) != 0));
   r.tile_major = aligned > 0 || rounds > 0 || balanced;
   r.begin = r.end = r.begin2 = r.end2 = 0;
   r.tail_base = r.tail_work = r.tail_ctas = 0;

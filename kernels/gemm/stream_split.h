@@ -133,11 +133,14 @@ FP8MOE_SPLIT_FN fp8moe_split_pieces fp8moe_split_balanced(int64_t c, int64_t gri
   return p;
 }
 
-/* Where the rounds balanced may run without the rounds' rule (fp8moe_split_rounds): with more entries than CTAs and
- * some expert holding two of them, the full rounds read its weights once for both where stream-K may read them twice,
- * and each CTA streams the same entries / grid as stream-K would (mode 3 of the kernels' stream_rounds, opt-in). */
+/* Where the rounds balanced also run without the rounds' rule (fp8moe_split_rounds; mode 3 of the kernels'
+ * stream_rounds): more entries than CTAs, at least 1.35 entries an expert. Each CTA then streams the entries / grid
+ * that stream-K would give it, and the full rounds read a shared expert's weights once for its entries. Measured (H100,
+ * session 60, balanced wherever an expert held two entries against stream-K; docs/GPU.md "Balanced rounds"): 1.41 and
+ * 1.43 entries an expert (deepseek-v3 skewed T = 256) −10 and −12 %; 1.28 (kimi-k2 skewed T = 256) ±1 %; 1.31 (kimi-k2
+ * uniform T = 512) +2 %, 1.03–1.09 (uniform T = 256) +2 to +11 %: the balanced layout costs where little is shared. */
 FP8MOE_SPLIT_FN int fp8moe_split_balanced_pays(int64_t grid, int64_t entries, int64_t experts) {
-  return grid > 0 && entries > grid && experts > 0 && experts < entries;
+  return grid > 0 && entries > grid && experts > 0 && 20 * entries >= 27 * experts;
 }
 
 /* One CTA's share of unit u: blocks [kb0, kb1) of it; first and last CTA of the unit (first == last: the unit

@@ -48,7 +48,7 @@ typedef struct fp8moe_cuda_impl {
   int32_t stream_pairs;       /* the same: the stream GEMMs' units of two tiles where the plan takes them */
   int32_t stream_align;       /* the same: the stream GEMMs' expert-aligned split where the plan allows it */
   int32_t stream_rounds;      /* the same, and this device's DRAM bandwidth per SM: that split in rounds allowed (1),
-                                 balanced (2), balanced wherever an expert shares (3) */
+                                 balanced (2), balanced also by entries an expert (3) */
   int32_t gemm1_pair_clusters; /* the same for the 128-row GEMM1's cluster kernel ("e"; 0: one CTA per item) */
   int32_t gemm1_sorted_x;     /* the same: the pair items' A by TMA from expert-sorted rows (mode: 1 the rule) */
   int32_t gemm1_clusters, gemm2_clusters; /* 2-CTA clusters of the sm90 GEMM1 / GEMM2 resident at once where

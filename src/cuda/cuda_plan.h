@@ -117,11 +117,11 @@ typedef struct fp8moe_sm90_variant {
                                  opt-in until measured on an H200) where the device's DRAM bandwidth per SM allows
                                  (fp8moe_cuda_plan_stream_rounds), 0 ("R", wins over "B"): never, stream-K there
                                  (docs/GPU.md "Rounds and bandwidth") */
-  int32_t stream_balanced;    /* where the rounds run: 1 their last round spread over the whole grid by stream-K
-                                 (kernels/gemm/stream_split.h fp8moe_split_balanced; docs/GPU.md "Balanced rounds"),
-                                 0 ("W") whole rounds, 2 ("G", opt-in) balanced wherever an expert holds two entries
-                                 and they outnumber the CTAs (fp8moe_split_balanced_pays), not only by the rounds'
-                                 rule */
+  int32_t stream_balanced;    /* 2: the rounds' last round spread over the whole grid by stream-K (kernels/gemm/
+                                 stream_split.h fp8moe_split_balanced; docs/GPU.md "Balanced rounds"), where the
+                                 rounds' rule holds and also where the entries are at least 1.35 an expert
+                                 (fp8moe_split_balanced_pays); 1 ("V") balanced only by the rounds' rule; 0 ("W")
+                                 whole rounds by the rounds' rule */
 } fp8moe_sm90_variant;
 
 /* At context creation: the default variant (data in cuda_plan.c: both GEMMs grouped), with each letter
@@ -138,7 +138,7 @@ typedef struct fp8moe_sm90_variant {
  * "A" the 128-row GEMM1's pair items' groups without expert-aligned edges; "P" (on, where the others turn off) the
  * pair kernel's claimed items split by L2 partition (docs/GPU.md "L2 partitions"); "R" the stream GEMMs without
  * the split in rounds, "B" with it only up to the bandwidth bound (fp8moe_cuda_plan_stream_rounds; "R" wins), "W"
- * whole rounds (not balanced), "G" balanced rounds wherever an expert shares ("W" wins).
+ * whole rounds (not balanced), "V" balanced rounds only by the rounds' rule ("W" wins).
  * Letters of the other switches ("1", "2", "d", "k", "j", "p", "c", "s") leave it. */
 fp8moe_sm90_variant fp8moe_cuda_plan_context_sm90_variant(void);
 
@@ -212,7 +212,7 @@ int32_t fp8moe_cuda_plan_stream_pairs(const fp8moe_problem* p, int32_t mode);
 int32_t fp8moe_cuda_plan_stream_align(const fp8moe_problem* p, int32_t mode);
 
 /* At context creation: how the stream GEMMs may split in rounds on this device, the kernels' stream_rounds: 0 not,
- * 1 whole rounds, 2 balanced, 3 balanced wherever an expert shares (fp8moe_sm90_variant's stream_rounds mode and
+ * 1 whole rounds, 2 balanced, 3 balanced also by entries an expert (fp8moe_sm90_variant's stream_rounds mode and
  * stream_balanced; the peak DRAM bytes per second from the device's memory clock and bus width, 0 unknown). */
 int32_t fp8moe_cuda_plan_stream_rounds(int32_t mode, int32_t balanced, double dram_bytes_per_s, int32_t sm_count);
 /* Whether the register GEMM1 (the decode kernel) runs its dense variant: 4 CTAs per SM at 128 registers, so more of
