@@ -12,8 +12,9 @@
 
 #include "bench_plugin.h"
 #include "bench_problem.h"
+#include "kernels_internal.h" /* the tile heights: the stream GEMMs' 16-row tiles, the tile GEMMs' 64 */
 
-enum { kDim = 128, kTileRows = 16, kWgmmaRows = 64 };
+enum { kDim = 128, kTileRows = FP8MOE_GEMM_TILE_M_SMALL, kWgmmaRows = FP8MOE_GEMM_TILE_M_LARGE };
 
 /* Zero weights of model ms (H = I = kDim) in per-tensor FP8: the routing's outputs do not depend on them. */
 static int small_weights(const bench_model* ms, bench_weights* w) {
