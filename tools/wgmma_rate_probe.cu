@@ -13,6 +13,10 @@
  * L2-resident buffer into a 48 KB region of its own: the producer's write traffic, at its maximum).
  * Prints TFLOP/s (events around the kernel, median of 5) and the SM clock it ran at (clock64 over the same span).
  * Measured on the H200 (session 28): docs/GPU.md "The activation's cost".
+ * Then the narrow products (docs/GPU.md "Narrow tails"): the library's wgmma m64nNk32 shapes (N = 8, 16, 32 of the
+ * stream GEMMs, 128 of the pair kernels), 1–3 warpgroups, each with two 64-row A tiles of its own against one
+ * shared N-row B tile, 4 k32 steps per stage and one wait; multiply-adds per cycle and SM and cycles per wgmma
+ * (clock64).
  *   wgmma_rate_probe [stages per CTA, default 4000] */
 #include <cuda_runtime.h>
 #include <stdint.h>
@@ -162,6 +166,87 @@ __global__ void __launch_bounds__(384, 1) rate_kernel(const uint8_t* src, const 
 #endif
 }
 
+/* The narrow products: warpgroup wg (< warpgroups) multiplies its two 64-row A tiles (at 2·wg, 2·wg + 1 of
+ * kA bytes each) by the N-row B tile after the six A tiles, 4 k32 steps each per stage, then waits for the group.
+ * Its clock64 span goes to cycles[3 · block + wg]. */
+constexpr int kNarrowBytes = 6 * kA + 128 * 128; /* six A tiles, B up to 128 rows */
+
+#if FP8MOE_SM90A
+__device__ __forceinline__ void narrow_mma(float (&d)[64], uint64_t da, uint64_t db) { wgmma_m64n128k32(d, da, db, 1u); }
+template <int R>
+__device__ __forceinline__ void narrow_mma(float (&d)[R], uint64_t da, uint64_t db) { wgmma_e4m3(d, da, db, 1u); }
+#endif
+
+template <int N>
+__global__ void __launch_bounds__(384, 1) narrow_kernel(const uint8_t* src, int stages, int warpgroups, float* out,
+                                                        long long* cycles) {
+#if FP8MOE_SM90A
+  extern __shared__ uint8_t raw[];
+  uint8_t* base = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(raw) + 1023) & ~static_cast<uintptr_t>(1023));
+  for (int i = threadIdx.x * 16; i < kNarrowBytes; i += blockDim.x * 16)
+    *reinterpret_cast<uint4*>(base + i) = *reinterpret_cast<const uint4*>(src + i);
+  __syncthreads();
+  const int wg = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x) / 128, 0);
+  if (wg >= warpgroups) return;
+  const uint64_t da0 = desc_sw128(base + 2 * wg * kA), da1 = desc_sw128(base + (2 * wg + 1) * kA);
+  const uint64_t db = desc_sw128(base + 6 * kA);
+  float d0[N / 2], d1[N / 2];
+#pragma unroll
+  for (int i = 0; i < N / 2; ++i) d0[i] = d1[i] = 0.0f;
+  const long long t0 = clock64();
+#pragma unroll 1
+  for (int s = 0; s < stages; ++s) {
+    wgmma_fence();
+    fence_acc(d0);
+    fence_acc(d1);
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk) {
+      narrow_mma(d0, da0 + 2 * kk, db + 2 * kk);
+      narrow_mma(d1, da1 + 2 * kk, db + 2 * kk);
+    }
+    wgmma_commit();
+    wgmma_wait<0>();
+    fence_acc(d0);
+    fence_acc(d1);
+  }
+  const long long t1 = clock64();
+  float sum = 0.0f;
+#pragma unroll
+  for (int i = 0; i < N / 2; ++i) sum += d0[i] + d1[i];
+  out[blockIdx.x * 384 + threadIdx.x] = sum;
+  if (threadIdx.x % 128 == 0) cycles[blockIdx.x * 3 + wg] = t1 - t0;
+#else
+  (void)src;
+  (void)stages;
+  (void)warpgroups;
+  (void)out;
+  (void)cycles;
+#endif
+}
+
+/* One line per warpgroup count: the mean span over the SMs' warpgroups gives cycles per stage; each stage is
+ * 8 · warpgroups wgmmas of 64 · N · 32 multiply-adds on one SM's tensor cores. */
+template <int N>
+void narrow(int sms, int stages, const uint8_t* src, float* out, long long* cycles) {
+  const int smem = kNarrowBytes + 1024;
+  cudaFuncSetAttribute(narrow_kernel<N>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+  long long* h = static_cast<long long*>(malloc(static_cast<size_t>(sms) * 3 * sizeof(long long)));
+  for (int wgs = 1; wgs <= 3; ++wgs) {
+    narrow_kernel<N><<<sms, 384, smem>>>(src, stages / 8, wgs, out, cycles); /* warm-up */
+    narrow_kernel<N><<<sms, 384, smem>>>(src, stages, wgs, out, cycles);
+    const cudaError_t err = cudaMemcpy(h, cycles, static_cast<size_t>(sms) * 3 * sizeof(long long),
+                                       cudaMemcpyDeviceToHost);
+    double span = 0.0;
+    for (int b = 0; b < sms; ++b)
+      for (int w = 0; w < wgs; ++w) span += static_cast<double>(h[b * 3 + w]);
+    span /= static_cast<double>(sms) * wgs;
+    const double per_stage = span / stages, macs = 8.0 * wgs * 64 * N * 32;
+    printf("m64n%dk32 %3d  warpgroups %d  %7.1f MAC per cycle and SM  %5.1f cycles per wgmma  %s\n", N, N, wgs,
+           macs / per_stage, per_stage / (8.0 * wgs), err == cudaSuccess ? "ok" : cudaGetErrorString(err));
+  }
+  free(h);
+}
+
 using KernelFn = void (*)(const uint8_t*, const uint8_t*, int, float*, long long*);
 
 template <int LOOP, bool WRITER>
@@ -217,7 +302,7 @@ int main(int argc, char** argv) {
   uint8_t *src = nullptr, *noise = nullptr;
   float* out = nullptr;
   long long* cycles = nullptr;
-  const size_t n = 2 * kA + kB;
+  const size_t n = kNarrowBytes; /* ≥ the rate kernels' 2 · kA + kB */
   uint8_t* h = static_cast<uint8_t*>(malloc(n));
   uint32_t x = 12345;
   for (size_t i = 0; i < n; ++i) {
@@ -228,8 +313,8 @@ int main(int argc, char** argv) {
   }
   cudaMalloc(&src, n);
   cudaMalloc(&noise, 8u << 20);
-  cudaMalloc(&out, static_cast<size_t>(sms) * 256 * sizeof(float));
-  cudaMalloc(&cycles, static_cast<size_t>(sms) * sizeof(long long));
+  cudaMalloc(&out, static_cast<size_t>(sms) * 384 * sizeof(float));
+  cudaMalloc(&cycles, static_cast<size_t>(sms) * 3 * sizeof(long long));
   cudaMemcpy(src, h, n, cudaMemcpyHostToDevice);
   cudaMemset(noise, 0x3C, 8u << 20);
   free(h);
@@ -239,5 +324,10 @@ int main(int argc, char** argv) {
   both<kN256>(sms, stages, src, noise, out, cycles);
   both<kN128>(sms, stages, src, noise, out, cycles);
   both<kNoWait>(sms, stages, src, noise, out, cycles);
+  printf("narrow products (each warpgroup: two 64-row A tiles against one N-row B tile per k32 step)\n");
+  narrow<8>(sms, stages, src, out, cycles);
+  narrow<16>(sms, stages, src, out, cycles);
+  narrow<32>(sms, stages, src, out, cycles);
+  narrow<128>(sms, stages, src, out, cycles);
   return 0;
 }
