@@ -172,7 +172,9 @@ __global__ void __launch_bounds__(384, 1) rate_kernel(const uint8_t* src, const 
 constexpr int kNarrowBytes = 6 * kA + 128 * 128; /* six A tiles, B up to 128 rows */
 
 #if FP8MOE_SM90A
-__device__ __forceinline__ void narrow_mma(float (&d)[64], uint64_t da, uint64_t db) { wgmma_m64n128k32(d, da, db, 1u); }
+__device__ __forceinline__ void narrow_mma(float (&d)[64], uint64_t da, uint64_t db) {
+  wgmma_m64n128k32(d, da, db, 1u);
+}
 template <int R>
 __device__ __forceinline__ void narrow_mma(float (&d)[R], uint64_t da, uint64_t db) { wgmma_e4m3(d, da, db, 1u); }
 #endif
